@@ -1,0 +1,86 @@
+/* box-run: run a Lua 5.4 script in a locked-down VM and print one JSON result. */
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "cli.h"
+#include "buf.h"
+#include "run.h"
+#include "banned.h"
+
+extern const char box_run_request_schema[], box_run_result_schema[];
+
+static const struct box_cli cli = {
+	.name = "box-run",
+	.synopsis = "[OPTIONS] SCRIPT [ARG...]\n"
+		    "[OPTIONS] -e CODE [ARG...]\n"
+		    "--json [OPTIONS] < REQUEST.json",
+	.description = "Run a Lua 5.4 script in a locked-down VM (bounded memory, CPU, wall time, "
+		       "output and workspace writes; no files, network or processes unless granted) "
+		       "and print one JSON result: stdout, the returned value, stats.",
+	.fields = box_run_fields,
+	.request_schema = box_run_request_schema,
+	.result_schema = box_run_result_schema,
+};
+
+static void on_event(void *ctx, const cJSON *ev)
+{
+	(void)ctx;
+	box_cli_emit(ev);
+}
+
+/* SCRIPT and ARG... from the command line into the request */
+static int positional(cJSON *req, int argc, char **argv, int i, struct box_err *err)
+{
+	cJSON *args;
+
+	if (i >= argc)
+		return 0;
+	if (!cJSON_GetObjectItemCaseSensitive(req, "script")) {
+		struct box_buf b = BOX_BUF_INIT(BOX_MAX_REQUEST_BYTES);
+		int r = strcmp(argv[i], "-") == 0 ? box_buf_read_fd(&b, 0, err) :
+			box_buf_read_file(&b, AT_FDCWD, argv[i], err);
+
+		if (r < 0) {
+			box_buf_release(&b);
+			return -1;
+		}
+		cJSON_AddItemToObject(req, "script", cJSON_CreateString(b.data ? b.data : ""));
+		box_buf_release(&b);
+		i++;
+	}
+	if (i < argc) {
+		args = cJSON_CreateStringArray((const char *const *)argv + i, argc - i);
+		cJSON_DeleteItemFromObjectCaseSensitive(req, "args");
+		cJSON_AddItemToObject(req, "args", args);
+	}
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	struct box_run_hooks hooks = { on_event, NULL };
+	enum box_cli_next next;
+	struct box_err err;
+	cJSON *req, *res;
+	int rest, status;
+
+	signal(SIGPIPE, SIG_IGN);
+	box_err_init(&err);
+	if (box_cli_parse(&cli, argc, argv, &req, &rest, &next, &status, &err) < 0)
+		return box_cli_fail(&cli, &err);
+	if (next == BOX_CLI_DONE)
+		return status;
+	if (positional(req, argc, argv, rest, &err) < 0) {
+		cJSON_Delete(req);
+		return box_cli_fail(&cli, &err);
+	}
+	res = box_run(req, &hooks, &err);
+	if (res && box_json_get_bool(req, "events", 0))
+		cJSON_AddStringToObject(res, "event", "result");
+	cJSON_Delete(req);
+	if (!res)
+		return box_cli_fail(&cli, &err);
+	return box_cli_finish(&cli, res);
+}

@@ -1,0 +1,374 @@
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "buf.h"
+#include "banned.h"
+
+static const struct box_field *find_flag(const struct box_field *fields, const char *flag,
+					 int *negated)
+{
+	char name[128];
+	size_t i;
+
+	*negated = 0;
+	if (strncmp(flag, "no-", 3) == 0) {
+		const struct box_field *f = find_flag(fields, flag + 3, negated);
+
+		if (f && f->type == BOX_F_BOOL) {
+			*negated = 1;
+			return f;
+		}
+	}
+	for (i = 0; flag[i] && i < sizeof(name) - 1; i++)
+		name[i] = flag[i] == '-' ? '_' : flag[i];
+	name[i] = 0;
+	/* flags are kebab-case only: --timeout_ms is not --timeout-ms */
+	if (strchr(flag, '_'))
+		return NULL;
+	for (; fields->name; fields++)
+		if (strcmp(fields->name, name) == 0)
+			return fields;
+	return NULL;
+}
+
+__attribute__((format(printf, 3, 4)))
+static int usage_err(struct box_err *err, const struct box_field *f, const char *fmt, ...)
+{
+	char msg[BOX_ERR_MSG_MAX];
+	va_list ap;
+
+	char path[BOX_ERR_FIELD_MAX];
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	box_err_set(err, BOX_E_USAGE, "%s", msg);
+	if (f) {
+		snprintf(path, sizeof(path), "$.%s", f->name);
+		box_err_path(err, path);
+	}
+	return -1;
+}
+
+static int set_flag(cJSON *flags, const struct box_field *f, int negated, const char *val,
+		    struct box_err *err)
+{
+	cJSON *v = NULL, *arr;
+	char *end;
+	long long n;
+
+	switch (f->type) {
+	case BOX_F_BOOL:
+		v = cJSON_CreateBool(!negated);
+		break;
+	case BOX_F_INT:
+		errno = 0;
+		n = strtoll(val, &end, 10);
+		if (errno || end == val || *end)
+			return usage_err(err, f, "not an integer: '%.64s'", val);
+		/* a number node carrying its literal is what box_json_parse makes of an integer */
+		v = cJSON_CreateNumber((double)n);
+		if (v) {
+			v->valuestring = cJSON_malloc(strlen(val) + 1);
+			if (!v->valuestring) {
+				cJSON_Delete(v);
+				v = NULL;
+			} else {
+				memcpy(v->valuestring, val, strlen(val) + 1);
+			}
+		}
+		break;
+	case BOX_F_STRINGS:
+		arr = cJSON_GetObjectItemCaseSensitive(flags, f->name);
+		if (!arr) {
+			arr = cJSON_AddArrayToObject(flags, f->name);
+			if (!arr)
+				return box_err_set(err, BOX_E_INTERNAL, "out of memory");
+		}
+		v = cJSON_CreateString(val);
+		if (!v || !cJSON_AddItemToArray(arr, v))
+			return box_err_set(err, BOX_E_INTERNAL, "out of memory");
+		return 0;
+	case BOX_F_ARRAY:
+	case BOX_F_OBJECT:
+	case BOX_F_ANY:
+		{
+			struct box_err perr;
+
+			v = box_json_parse(val, strlen(val), &perr);
+			if (!v)
+				return usage_err(err, f, "not a JSON value: '%.64s'", val);
+		}
+		break;
+	case BOX_F_STRING:
+		v = cJSON_CreateString(val);
+		break;
+	}
+	if (!v)
+		return box_err_set(err, BOX_E_INTERNAL, "out of memory");
+	cJSON_DeleteItemFromObjectCaseSensitive(flags, f->name);
+	cJSON_AddItemToObject(flags, f->name, v);
+	return 0;
+}
+
+static void print_help(const struct box_cli *cli)
+{
+	const struct box_field *f;
+	const char *s = cli->synopsis, *nl;
+
+	printf("usage:");
+	for (; *s; s = nl + (*nl != 0)) {
+		nl = strchr(s, '\n');
+		if (!nl)
+			nl = s + strlen(s);
+		printf("%s %s %.*s\n", s == cli->synopsis ? "" : "      ", cli->name, (int)(nl - s), s);
+	}
+	printf("\n%s\n\noptions (each is also a member of the --json request, with _ for -):\n",
+	       cli->description);
+	for (f = cli->fields; f->name; f++) {
+		char flag[160];
+		size_t i, n;
+
+		n = (size_t)snprintf(flag, sizeof(flag), "%s%c%s--", f->shortopt ? "-" : "",
+				     f->shortopt ? f->shortopt : ' ', f->shortopt ? ", " : "  ");
+		if (!f->shortopt)
+			n = (size_t)snprintf(flag, sizeof(flag), "    --");
+		for (i = 0; f->name[i] && n < sizeof(flag) - 1; i++)
+			flag[n++] = f->name[i] == '_' ? '-' : f->name[i];
+		flag[n] = 0;
+		if (f->type == BOX_F_BOOL)
+			printf("  %s, --no-%.*s\n        %s\n", flag, (int)(strlen(flag) - 6), flag + 6,
+			       f->help);
+		else
+			printf("  %s %s\n        %s\n", flag, f->argname ? f->argname : "VALUE", f->help);
+	}
+	printf("  --json\n        read the request object from standard input\n"
+	       "  --describe\n        print the tool definition (name, description, schemas)\n"
+	       "  --help, --version\n\n"
+	       "The result is one JSON object on standard output; see %s(1) and box(7).\n", cli->name);
+}
+
+static int describe(const struct box_cli *cli, struct box_err *err)
+{
+	cJSON *o = cJSON_CreateObject(), *in, *out;
+	int r;
+
+	in = box_json_parse(cli->request_schema, strlen(cli->request_schema), err);
+	out = box_json_parse(cli->result_schema, strlen(cli->result_schema), err);
+	if (!o || !in || !out) {
+		cJSON_Delete(o);
+		cJSON_Delete(in);
+		cJSON_Delete(out);
+		return box_err_set(err, BOX_E_INTERNAL, "built-in schema does not parse");
+	}
+	cJSON_AddStringToObject(o, "name", cli->name);
+	cJSON_AddStringToObject(o, "description", cli->description);
+	cJSON_AddItemToObject(o, "input_schema", in);
+	cJSON_AddItemToObject(o, "output_schema", out);
+	r = box_cli_emit(o);
+	cJSON_Delete(o);
+	return r;
+}
+
+static int read_request(cJSON **req, struct box_err *err)
+{
+	struct box_buf b = BOX_BUF_INIT(BOX_MAX_REQUEST_BYTES);
+
+	if (box_buf_read_fd(&b, 0, err) < 0) {
+		if (err->code == BOX_E_LIMIT) {
+			err->code = BOX_E_INVALID;
+			box_err_path(err, "$");
+		}
+		box_buf_release(&b);
+		return -1;
+	}
+	*req = box_json_parse(b.data ? b.data : "", b.len, err);
+	box_buf_release(&b);
+	if (!*req) {
+		box_err_path(err, "$");
+		return -1;
+	}
+	return 0;
+}
+
+int box_cli_parse(const struct box_cli *cli, int argc, char **argv, cJSON **req, int *rest,
+		  enum box_cli_next *next, int *status, struct box_err *err)
+{
+	cJSON *flags = cJSON_CreateObject(), *m;
+	int i, json = 0;
+
+	*req = NULL;
+	*next = BOX_CLI_GO;
+	*status = 0;
+	if (!flags)
+		return box_err_set(err, BOX_E_INTERNAL, "out of memory");
+	for (i = 1; i < argc; i++) {
+		const char *a = argv[i];
+		const struct box_field *f = NULL;
+		int negated = 0;
+		const char *val = NULL;
+		char name[128];
+		const char *eq;
+
+		if (strcmp(a, "--") == 0) {
+			i++;
+			break;
+		}
+		if (a[0] != '-' || a[1] == 0)
+			break;
+		if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
+			print_help(cli);
+			*next = BOX_CLI_DONE;
+			goto done;
+		}
+		if (strcmp(a, "--version") == 0) {
+			printf("%s (box) %s\n", cli->name, PACKAGE_VERSION);
+			*next = BOX_CLI_DONE;
+			goto done;
+		}
+		if (strcmp(a, "--describe") == 0) {
+			*next = BOX_CLI_DONE;
+			if (describe(cli, err) < 0)
+				goto fail;
+			goto done;
+		}
+		if (strcmp(a, "--json") == 0) {
+			json = 1;
+			continue;
+		}
+		if (a[1] != '-') {
+			for (f = cli->fields; f->name; f++)
+				if (f->shortopt && f->shortopt == a[1] && a[2] == 0)
+					break;
+			if (!f->name) {
+				usage_err(err, NULL, "unknown option '%.64s'", a);
+				goto fail;
+			}
+		} else {
+			eq = strchr(a + 2, '=');
+			snprintf(name, sizeof(name), "%.*s", eq ? (int)(eq - a - 2) : (int)strlen(a + 2),
+				 a + 2);
+			f = find_flag(cli->fields, name, &negated);
+			if (!f) {
+				usage_err(err, NULL, "unknown option '%.64s'", a);
+				goto fail;
+			}
+			if (eq)
+				val = eq + 1;
+			if (eq && f->type == BOX_F_BOOL) {
+				usage_err(err, f, "option '%.64s' takes no value", a);
+				goto fail;
+			}
+		}
+		if (f->type != BOX_F_BOOL && !val) {
+			if (i + 1 >= argc) {
+				usage_err(err, f, "option '%.64s' needs a value", a);
+				goto fail;
+			}
+			val = argv[++i];
+		}
+		if (set_flag(flags, f, negated, val, err) < 0)
+			goto fail;
+	}
+	*rest = i;
+	if (json) {
+		if (read_request(req, err) < 0)
+			goto fail;
+		if (!cJSON_IsObject(*req)) {
+			box_err_set(err, BOX_E_INVALID, "request must be a JSON object");
+			box_err_path(err, "$");
+			goto fail;
+		}
+	} else {
+		*req = cJSON_CreateObject();
+		if (!*req) {
+			box_err_set(err, BOX_E_INTERNAL, "out of memory");
+			goto fail;
+		}
+	}
+	if (box_json_check(*req, cli->fields, err) < 0)
+		goto fail;
+	while ((m = flags->child)) {
+		cJSON_DetachItemViaPointer(flags, m);
+		cJSON_DeleteItemFromObjectCaseSensitive(*req, m->string);
+		cJSON_AddItemToObject(*req, m->string, m);
+	}
+	cJSON_Delete(flags);
+	if (box_json_check(*req, cli->fields, err) < 0) {
+		/* a flag value out of range is a usage error, not a bad request */
+		err->code = BOX_E_USAGE;
+		cJSON_Delete(*req);
+		*req = NULL;
+		return -1;
+	}
+	return 0;
+done:
+	cJSON_Delete(flags);
+	if (fflush(stdout) != 0 && errno != EPIPE)
+		*status = 8;
+	return 0;
+fail:
+	cJSON_Delete(flags);
+	cJSON_Delete(*req);
+	*req = NULL;
+	return -1;
+}
+
+int box_cli_emit(const cJSON *obj)
+{
+	size_t n;
+	char *s = box_json_line(obj, &n);
+	int r = 0;
+
+	if (!s) {
+		fputs("{\"ok\":false,\"error\":{\"code\":\"internal\",\"message\":\"out of memory\"}}\n",
+		      stdout);
+		r = -1;
+	} else if (fwrite(s, 1, n, stdout) != n) {
+		r = -1;
+	}
+	free(s);
+	if (fflush(stdout) != 0)
+		r = -1;
+	return r;
+}
+
+static void stderr_line(const struct box_cli *cli, const struct box_err *err)
+{
+	fprintf(stderr, "%s: %s: %s\n", cli->name, box_err_code_name(err->code), err->message);
+}
+
+int box_cli_fail(const struct box_cli *cli, const struct box_err *err)
+{
+	cJSON *o = cJSON_CreateObject();
+
+	if (o) {
+		cJSON_AddBoolToObject(o, "ok", 0);
+		cJSON_AddItemToObject(o, "error", box_err_to_json(err));
+	}
+	stderr_line(cli, err);
+	box_cli_emit(o);
+	cJSON_Delete(o);
+	return box_err_exit_status(err->code);
+}
+
+int box_cli_finish(const struct box_cli *cli, cJSON *result)
+{
+	const cJSON *e = cJSON_GetObjectItemCaseSensitive(result, "error");
+	struct box_err err;
+	int status = 0;
+
+	if (e && box_err_from_json(&err, e) == 0) {
+		stderr_line(cli, &err);
+		status = box_err_exit_status(err.code);
+	}
+	if (box_cli_emit(result) < 0 && errno != EPIPE && status == 0)
+		status = 8;
+	cJSON_Delete(result);
+	return status;
+}

@@ -1,0 +1,48 @@
+/* What every box binary does the same way: flags or a --json request, --help, --version,
+ * --describe, one JSON object on stdout, one line on stderr on failure, DESIGN.md exit codes.
+ * Shared by the drivers in cmd/; the library itself never prints. */
+#ifndef BOX_CLI_H
+#define BOX_CLI_H
+
+#include <cjson/cJSON.h>
+#include "err.h"
+#include "json.h"
+
+#define BOX_MAX_REQUEST_BYTES (16 * 1024 * 1024)
+
+struct box_cli {
+	const char *name;            /* "box-run" */
+	const char *synopsis;        /* the SYNOPSIS lines of the man page, without the name */
+	const char *description;     /* for --describe and the head of --help */
+	const struct box_field *fields;
+	const char *request_schema;  /* JSON text */
+	const char *result_schema;   /* JSON text */
+};
+
+enum box_cli_next {
+	BOX_CLI_GO,    /* *req holds the request, argv[*rest..] the positional arguments */
+	BOX_CLI_DONE,  /* --help, --version or --describe was printed: exit with *status */
+};
+
+/*
+ * Parses argv: every field is a flag (--timeout-ms 5 for timeout_ms; --x/--no-x for booleans;
+ * repeated flags for arrays of strings), --json reads the request object from stdin (at most
+ * BOX_MAX_REQUEST_BYTES) and the flags are merged over it. Stops at the first positional
+ * argument or after "--". The request is checked against the fields (unknown members, types,
+ * ranges) before it is returned. Returns -1 with usage/invalid_request on error.
+ */
+int box_cli_parse(const struct box_cli *cli, int argc, char **argv, cJSON **req, int *rest,
+		  enum box_cli_next *next, int *status, struct box_err *err);
+
+/* Prints one JSON object (one line) to stdout and flushes; 0, or -1 when stdout failed. */
+int box_cli_emit(const cJSON *obj);
+
+/* Prints {"ok":false,"error":{...}} on stdout and "NAME: code: message" on stderr; returns
+ * the exit status of the error's code. */
+int box_cli_fail(const struct box_cli *cli, const struct box_err *err);
+
+/* Prints a result object whose "error" member (if any) decides the exit status, and the
+ * stderr line for it. Takes ownership of result. */
+int box_cli_finish(const struct box_cli *cli, cJSON *result);
+
+#endif

@@ -1,0 +1,184 @@
+#include <errno.h>
+#include <poll.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "ipc.h"
+#include "banned.h"
+
+int64_t box_now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static void put32(unsigned char *b, uint32_t v)
+{
+	b[0] = (unsigned char)v;
+	b[1] = (unsigned char)(v >> 8);
+	b[2] = (unsigned char)(v >> 16);
+	b[3] = (unsigned char)(v >> 24);
+}
+
+static uint32_t get32(const unsigned char *b)
+{
+	return (uint32_t)b[0] | (uint32_t)b[1] << 8 | (uint32_t)b[2] << 16 | (uint32_t)b[3] << 24;
+}
+
+/* Waits until fd is ready for events or the deadline passes; 0 ready, -1 with err. */
+static int wait_fd(int fd, short events, int64_t deadline_ms, struct box_err *err)
+{
+	for (;;) {
+		struct pollfd pfd = { .fd = fd, .events = events };
+		int64_t left = -1;
+		int r;
+
+		if (deadline_ms >= 0) {
+			left = deadline_ms - box_now_ms();
+			if (left <= 0)
+				return box_err_set(err, BOX_E_TIMEOUT, "deadline passed during IPC");
+		}
+		r = poll(&pfd, 1, left > 100000 ? 100000 : (int)left);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0)
+			return box_err_sys(err, "poll");
+		if (r > 0)
+			return 0;
+	}
+}
+
+int box_ipc_send(int fd, uint8_t op, const struct box_ipc_field *fields, int nfields,
+		 int64_t deadline_ms, struct box_err *err)
+{
+	unsigned char hdr[5], lens[BOX_IPC_MAX_FIELDS][4];
+	struct iovec iov[1 + 2 * BOX_IPC_MAX_FIELDS];
+	size_t total = 1;
+	int n = 0, i;
+
+	if (nfields > BOX_IPC_MAX_FIELDS)
+		return box_err_set(err, BOX_E_INTERNAL, "too many IPC fields");
+	iov[n++] = (struct iovec){ hdr, sizeof(hdr) };
+	for (i = 0; i < nfields; i++) {
+		if (fields[i].n > UINT32_MAX - 64 || total + 4 + fields[i].n > UINT32_MAX)
+			return box_err_set(err, BOX_E_LIMIT, "IPC frame too large");
+		put32(lens[i], (uint32_t)fields[i].n);
+		iov[n++] = (struct iovec){ lens[i], 4 };
+		iov[n++] = (struct iovec){ (void *)fields[i].p, fields[i].n };
+		total += 4 + fields[i].n;
+	}
+	put32(hdr, (uint32_t)total);
+	hdr[4] = op;
+	i = 0;
+	while (i < n) {
+		struct msghdr mh = { .msg_iov = iov + i, .msg_iovlen = (size_t)(n - i) };
+		ssize_t w = sendmsg(fd, &mh, MSG_NOSIGNAL | (deadline_ms >= 0 ? MSG_DONTWAIT : 0));
+
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+			if (wait_fd(fd, POLLOUT, deadline_ms, err) < 0)
+				return -1;
+			continue;
+		}
+		if (w < 0)
+			return box_err_sys(err, "send to the VM process");
+		while (i < n && (size_t)w >= iov[i].iov_len) {
+			w -= (ssize_t)iov[i].iov_len;
+			i++;
+		}
+		if (i < n) {
+			iov[i].iov_base = (char *)iov[i].iov_base + w;
+			iov[i].iov_len -= (size_t)w;
+		}
+	}
+	return 0;
+}
+
+/* Reads exactly n bytes; returns 1, 0 on EOF before the first byte, -1 on error. */
+static int read_exact(int fd, void *p, size_t n, int64_t deadline_ms, struct box_err *err)
+{
+	char *c = p;
+	size_t got = 0;
+
+	while (got < n) {
+		ssize_t r = recv(fd, c + got, n - got, deadline_ms >= 0 ? MSG_DONTWAIT : 0);
+
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+			if (wait_fd(fd, POLLIN, deadline_ms, err) < 0)
+				return -1;
+			continue;
+		}
+		if (r < 0)
+			return box_err_sys(err, "receive from the peer");
+		if (r == 0) {
+			if (got == 0)
+				return 0;
+			return box_err_set(err, BOX_E_IO, "peer closed the connection mid-frame");
+		}
+		got += (size_t)r;
+	}
+	return 1;
+}
+
+int box_ipc_recv(int fd, uint8_t *op, struct box_buf *payload, int64_t deadline_ms,
+		 struct box_err *err)
+{
+	unsigned char hdr[5];
+	uint32_t len;
+	char *dst;
+	int r;
+
+	box_buf_truncate(payload, 0);
+	r = read_exact(fd, hdr, sizeof(hdr), deadline_ms, err);
+	if (r <= 0)
+		return r;
+	len = get32(hdr);
+	if (len < 1)
+		return box_err_set(err, BOX_E_IO, "malformed IPC frame");
+	*op = hdr[4];
+	len -= 1;
+	dst = box_buf_reserve(payload, len, err);
+	if (!dst)
+		return -1;
+	if (len) {
+		r = read_exact(fd, dst, len, deadline_ms, err);
+		if (r == 0)
+			return box_err_set(err, BOX_E_IO, "peer closed the connection mid-frame");
+		if (r < 0)
+			return -1;
+	}
+	payload->len = len;
+	payload->data[len] = 0;
+	return 1;
+}
+
+int box_ipc_split(const char *p, size_t n, struct box_ipc_field *fields, int max)
+{
+	int count = 0;
+
+	while (n) {
+		uint32_t len;
+
+		if (n < 4 || count >= max)
+			return -1;
+		len = get32((const unsigned char *)p);
+		p += 4;
+		n -= 4;
+		if (len > n)
+			return -1;
+		fields[count].p = p;
+		fields[count].n = len;
+		count++;
+		p += len;
+		n -= len;
+	}
+	return count;
+}

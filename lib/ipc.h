@@ -1,0 +1,41 @@
+/* Framed messages between box-run's broker and its VM child over a stream socket.
+ * A frame is a 4-byte little-endian length, a 1-byte op and a payload of fields, each field a
+ * 4-byte little-endian length and its bytes. Both ends treat the other as hostile: lengths are
+ * capped and every read of the broker is bounded by a deadline. */
+#ifndef BOX_IPC_H
+#define BOX_IPC_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "buf.h"
+
+#define BOX_IPC_MAX_FIELDS 8
+
+struct box_ipc_field {
+	const void *p;
+	size_t n;
+};
+
+/*
+ * Sends one frame with op and the fields. deadline_ms is a CLOCK_MONOTONIC time in ms after
+ * which a blocked send fails with timeout; -1 waits for ever (the VM child, which is killed
+ * if it hangs). Returns 0 or -1 (io_error when the peer is gone).
+ */
+int box_ipc_send(int fd, uint8_t op, const struct box_ipc_field *fields, int nfields,
+		 int64_t deadline_ms, struct box_err *err);
+
+/*
+ * Receives one frame: *op and its payload into payload (payload->max caps the size: a larger
+ * frame is limit_exceeded and the connection is unusable). Returns 1, 0 at a clean end of
+ * stream before any byte, or -1 (timeout past deadline_ms, io_error on a short frame).
+ */
+int box_ipc_recv(int fd, uint8_t *op, struct box_buf *payload, int64_t deadline_ms,
+		 struct box_err *err);
+
+/* Splits a payload into at most max fields; returns the count, or -1 if malformed. */
+int box_ipc_split(const char *p, size_t n, struct box_ipc_field *fields, int max);
+
+/* Milliseconds of CLOCK_MONOTONIC. */
+int64_t box_now_ms(void);
+
+#endif

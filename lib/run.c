@@ -1,0 +1,769 @@
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "run.h"
+#include "buf.h"
+#include "ipc.h"
+#include "jail.h"
+#include "utf8.h"
+#include "vm.h"
+#include "ws.h"
+#include "banned.h"
+
+#define MiB (1024LL * 1024)
+
+const struct box_field box_run_fields[] = {
+	{ "script", BOX_F_STRING, 0, 16 * MiB, 'e',
+	  "the Lua source to run, instead of a SCRIPT file", "CODE" },
+	{ "args", BOX_F_ARRAY, 0, 0, 0,
+	  "arguments as a JSON array, seen as ... and arg (or ARG... after SCRIPT)", "JSON" },
+	{ "workspace", BOX_F_STRING, 0, 4096, 'w',
+	  "directory that fs.* sees as / (default: none, fs is nil)", "DIR" },
+	{ "timeout_ms", BOX_F_INT, 1, 86400000, 't',
+	  "wall-clock limit (default 30000, capped by max_timeout_ms)", "MS" },
+	{ "max_timeout_ms", BOX_F_INT, 1, 86400000, 0,
+	  "cap on timeout_ms (default 60000; a request can only lower it)", "MS" },
+	{ "cpu_ms", BOX_F_INT, 1, 86400000, 0, "CPU time limit (default: the timeout)", "MS" },
+	{ "memory_bytes", BOX_F_INT, 65536, 16384 * MiB, 'm',
+	  "memory limit of the VM: Lua heap and JSON (default 33554432)", "BYTES" },
+	{ "max_instructions", BOX_F_INT, 0, 1LL << 53, 0,
+	  "exact VM instruction budget (default 0: not counted)", "N" },
+	{ "max_output_bytes", BOX_F_INT, 0, 256 * MiB, 0,
+	  "printed output kept in the result (default 65536)", "BYTES" },
+	{ "max_write_bytes", BOX_F_INT, 0, 1LL << 40, 0,
+	  "bytes fs.write and fs.append may write in all (default 67108864)", "BYTES" },
+	{ "max_result_bytes", BOX_F_INT, 0, 256 * MiB, 0,
+	  "size cap of the returned value as JSON (default 1048576)", "BYTES" },
+	{ "allow", BOX_F_STRINGS, 0, 256, 'a',
+	  "let http reach RULE: [METHOD,...] https://host[:port][/path] or host:port (repeatable)",
+	  "RULE" },
+	{ "allow_private_network", BOX_F_BOOL, 0, 0, 0,
+	  "let http reach loopback, private, link-local and metadata addresses", NULL },
+	{ "tools", BOX_F_STRING, 0, 4096, 0,
+	  "tool manifest or box.lock for tools.<name>() (not available in this version)", "FILE" },
+	{ "events", BOX_F_BOOL, 0, 0, 0,
+	  "stream print output as NDJSON events as it happens; the result comes last", NULL },
+	{ NULL, 0, 0, 0, 0, NULL, NULL },
+};
+
+struct run {
+	const char *script;
+	const cJSON *args;
+	const cJSON *allow;
+	int64_t timeout_ms, cpu_ms, memory_bytes, max_instructions, max_output_bytes;
+	int64_t max_write_bytes, max_result_bytes;
+	int allow_private, events;
+	const struct box_run_hooks *hooks;
+
+	struct box_ws ws;
+	int has_ws;
+	struct box_vm_shm *shm;
+	size_t shm_size;
+	int sock;
+	pid_t pid;
+	int64_t start, deadline;
+	int64_t host_calls;
+
+	pid_t hpid;              /* box-http, started on the first http call */
+	int hin, hout;
+	struct box_buf hline;
+
+	struct box_buf meta;     /* FINAL: the error/lossy object, then the result text */
+	struct box_buf result;
+	int got_final;
+	int timed_out;
+};
+
+/* ------------------------------------------------------------------ the VM child */
+
+static void child(struct run *r, int sock) __attribute__((noreturn));
+
+/* Never returns: the forked child ends with _exit, whatever happens, so that no code of the
+ * caller runs twice. */
+static void child(struct run *r, int sock)
+{
+	struct box_vm_config c = {
+		.sock = 3,
+		.shm = r->shm,
+		.script = r->script,
+		.script_len = strlen(r->script),
+		.chunkname = "=script",
+		.args = r->args,
+		.memory_bytes = r->memory_bytes,
+		.cpu_ms = r->cpu_ms,
+		.max_instructions = r->max_instructions,
+		.max_result_bytes = r->max_result_bytes,
+		.has_fs = r->has_ws,
+		.has_http = r->allow != NULL && cJSON_GetArraySize(r->allow) > 0,
+		.events = r->events,
+	};
+	struct box_jail_limits lim = { r->cpu_ms, r->memory_bytes };
+	struct box_err err;
+	time_t t = 0;
+	struct tm tm;
+	int null;
+
+	prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
+	null = open("/dev/null", O_RDWR | O_CLOEXEC);
+	if (null < 0 || dup2(null, 0) < 0 || dup2(null, 1) < 0 || dup2(sock, 3) < 0)
+		_exit(127);
+	close_range(4, UINT_MAX, 0);
+	/* scripts see UTC wherever they run; loading the zone now keeps os.date from opening
+	 * files once the filter is in place */
+	setenv("TZ", "UTC0", 1);
+	tzset();
+	localtime_r(&t, &tm);
+	if (box_jail_vm(&lim, &err) < 0)
+		_exit(126);
+	box_vm_run(&c);
+	_exit(0);
+}
+
+/* ------------------------------------------------------------------ box-http */
+
+static int http_start(struct run *r, struct box_err *err)
+{
+	const char *dir = getenv("BOX_LIBEXEC_DIR");
+	char path[PATH_MAX], maxbody[32];
+	const char **argv;
+	const cJSON *rule;
+	int in[2], out[2], n = 0;
+
+	if (!dir || !*dir)
+		dir = BOX_PKGLIBEXECDIR;
+	if ((size_t)snprintf(path, sizeof(path), "%s/box-http", dir) >= sizeof(path))
+		return box_err_set(err, BOX_E_INTERNAL, "helper path too long");
+	argv = calloc((size_t)cJSON_GetArraySize(r->allow) * 2 + 6, sizeof(*argv));
+	if (!argv)
+		return box_err_set(err, BOX_E_INTERNAL, "out of memory");
+	argv[n++] = "box-http";
+	cJSON_ArrayForEach(rule, r->allow) {
+		argv[n++] = "--allow";
+		argv[n++] = rule->valuestring;
+	}
+	if (r->allow_private)
+		argv[n++] = "--allow-private-network";
+	snprintf(maxbody, sizeof(maxbody), "%lld", (long long)r->memory_bytes);
+	argv[n++] = "--max-body-bytes";
+	argv[n++] = maxbody;
+	argv[n] = NULL;
+	if (pipe2(in, O_CLOEXEC) < 0) {
+		free(argv);
+		return box_err_sys(err, "pipe");
+	}
+	if (pipe2(out, O_CLOEXEC) < 0) {
+		close(in[0]);
+		close(in[1]);
+		free(argv);
+		return box_err_sys(err, "pipe");
+	}
+	r->hpid = fork();
+	if (r->hpid == 0) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
+		if (dup2(in[0], 0) < 0 || dup2(out[1], 1) < 0)
+			_exit(127);
+		close_range(3, UINT_MAX, 0);
+		execv(path, (char *const *)argv);
+		_exit(127);
+	}
+	free(argv);
+	close(in[0]);
+	close(out[1]);
+	if (r->hpid < 0) {
+		close(in[1]);
+		close(out[0]);
+		return box_err_sys(err, "fork");
+	}
+	r->hin = in[1];
+	r->hout = out[0];
+	fcntl(r->hin, F_SETFL, O_NONBLOCK);
+	fcntl(r->hout, F_SETFL, O_NONBLOCK);
+	box_buf_init(&r->hline, (size_t)(r->memory_bytes / 3 * 4 + 4 * MiB));
+	return 0;
+}
+
+static void http_stop(struct run *r)
+{
+	if (r->hpid <= 0)
+		return;
+	close(r->hin);
+	close(r->hout);
+	kill(r->hpid, SIGKILL);
+	waitpid(r->hpid, NULL, 0);
+	r->hpid = 0;
+	box_buf_release(&r->hline);
+}
+
+static int wait_io(int fd, short ev, int64_t deadline, struct box_err *err)
+{
+	struct pollfd p = { .fd = fd, .events = ev };
+	int64_t left = deadline - box_now_ms();
+	int rc;
+
+	if (left <= 0)
+		return box_err_set(err, BOX_E_TIMEOUT, "http request ran out of time");
+	rc = poll(&p, 1, (int)left);
+	if (rc < 0 && errno != EINTR)
+		return box_err_sys(err, "poll");
+	return 0;
+}
+
+/* One request line to box-http, one answer line back, within the run's deadline. */
+static int http_call(struct run *r, const char *req, size_t n, struct box_err *err)
+{
+	struct box_err perr;
+	cJSON *o = box_json_parse(req, n, &perr);
+	int64_t left = r->deadline - box_now_ms(), t;
+	char *line = NULL;
+	size_t len, off = 0;
+	char *nl;
+
+	if (!o || !cJSON_IsObject(o)) {
+		cJSON_Delete(o);
+		return box_err_set(err, BOX_E_INVALID, "malformed http request");
+	}
+	/* the request may ask for less time, never for more than the script has left */
+	t = box_json_get_int(o, "timeout_ms", left);
+	if (t > left || t <= 0)
+		t = left;
+	cJSON_DeleteItemFromObjectCaseSensitive(o, "timeout_ms");
+	box_json_add_int64(o, "timeout_ms", t > 0 ? t : 1);
+	box_json_exact(o);
+	line = box_json_line(o, &len);
+	cJSON_Delete(o);
+	if (!line)
+		return box_err_set(err, BOX_E_INTERNAL, "out of memory");
+	if (r->hpid == 0 && http_start(r, err) < 0) {
+		free(line);
+		return -1;
+	}
+	while (off < len) {
+		ssize_t w = write(r->hin, line + off, len - off);
+
+		if (w < 0 && errno == EAGAIN) {
+			if (wait_io(r->hin, POLLOUT, r->deadline, err) < 0) {
+				free(line);
+				return -1;
+			}
+			continue;
+		}
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w < 0) {
+			free(line);
+			http_stop(r);
+			return box_err_sys(err, "writing to box-http");
+		}
+		off += (size_t)w;
+	}
+	free(line);
+	box_buf_truncate(&r->hline, 0);
+	for (;;) {
+		char *dst = box_buf_reserve(&r->hline, 65536, err);
+		ssize_t got;
+
+		if (!dst) {
+			http_stop(r);
+			return -1;
+		}
+		got = read(r->hout, dst, 65536);
+		if (got < 0 && errno == EAGAIN) {
+			if (wait_io(r->hout, POLLIN, r->deadline, err) < 0) {
+				/* a helper that is late is killed: the next call starts a fresh one */
+				http_stop(r);
+				return -1;
+			}
+			continue;
+		}
+		if (got < 0 && errno == EINTR)
+			continue;
+		if (got <= 0) {
+			http_stop(r);
+			return box_err_set(err, BOX_E_INTERNAL, "box-http ended without an answer");
+		}
+		r->hline.len += (size_t)got;
+		r->hline.data[r->hline.len] = 0;
+		nl = memchr(r->hline.data, '\n', r->hline.len);
+		if (nl) {
+			box_buf_truncate(&r->hline, (size_t)(nl - r->hline.data));
+			return 0;
+		}
+	}
+}
+
+/* ------------------------------------------------------------------ host calls */
+
+static int answer(struct run *r, uint8_t op, const struct box_ipc_field *f, int n,
+		  struct box_err *err)
+{
+	return box_ipc_send(r->sock, op, f, n, r->deadline, err);
+}
+
+static int answer_err(struct run *r, const struct box_err *e, struct box_err *err)
+{
+	cJSON *o = box_err_to_json(e);
+	char *s = o ? cJSON_PrintUnformatted(o) : NULL;
+	struct box_ipc_field f;
+	int rc;
+
+	cJSON_Delete(o);
+	if (!s)
+		return box_err_set(err, BOX_E_INTERNAL, "out of memory");
+	f.p = s;
+	f.n = strlen(s);
+	rc = answer(r, BOX_OP_ERR, &f, 1, err);
+	cJSON_free(s);
+	return rc;
+}
+
+static int answer_json(struct run *r, cJSON *o, struct box_err *err)
+{
+	char *s = cJSON_PrintUnformatted(o);
+	struct box_ipc_field f;
+	int rc;
+
+	cJSON_Delete(o);
+	if (!s)
+		return box_err_set(err, BOX_E_INTERNAL, "out of memory");
+	f.p = s;
+	f.n = strlen(s);
+	rc = answer(r, BOX_OP_OK, &f, 1, err);
+	cJSON_free(s);
+	return rc;
+}
+
+/* guest paths arrive as bytes; the ws layer wants a C string without NUL */
+static int path_arg(const struct box_ipc_field *f, char *out, size_t size, struct box_err *e)
+{
+	if (f->n >= size || memchr(f->p, 0, f->n))
+		return box_err_set(e, BOX_E_INVALID, "bad path");
+	memcpy(out, f->p, f->n);
+	out[f->n] = 0;
+	return 0;
+}
+
+static int host_call(struct run *r, uint8_t op, const struct box_buf *payload, struct box_err *err)
+{
+	struct box_ipc_field f[BOX_IPC_MAX_FIELDS], res;
+	char path[PATH_MAX];
+	struct box_err e;
+	int n, rc = 0;
+
+	box_err_init(&e);
+	r->host_calls++;
+	n = box_ipc_split(payload->data ? payload->data : "", payload->len, f, BOX_IPC_MAX_FIELDS);
+	if (n < 1)
+		return box_err_set(err, BOX_E_INTERNAL, "malformed host call from the VM");
+	if (op == BOX_OP_HTTP) {
+		if (!r->allow || cJSON_GetArraySize(r->allow) == 0) {
+			box_err_set(&e, BOX_E_POLICY, "http is not enabled");
+			return answer_err(r, &e, err);
+		}
+		if (http_call(r, f[0].p, f[0].n, &e) < 0)
+			return answer_err(r, &e, err);
+		res.p = r->hline.data;
+		res.n = r->hline.len;
+		return answer(r, BOX_OP_OK, &res, 1, err);
+	}
+	if (!r->has_ws) {
+		box_err_set(&e, BOX_E_POLICY, "no workspace");
+		return answer_err(r, &e, err);
+	}
+	if (path_arg(&f[0], path, sizeof(path), &e) < 0)
+		return answer_err(r, &e, err);
+	switch (op) {
+	case BOX_OP_FS_READ: {
+		struct box_buf b = BOX_BUF_INIT((size_t)r->memory_bytes);
+
+		if (box_ws_read(&r->ws, path, &b, &e) < 0) {
+			box_buf_release(&b);
+			return answer_err(r, &e, err);
+		}
+		res.p = b.data ? b.data : "";
+		res.n = b.len;
+		rc = answer(r, BOX_OP_OK, &res, 1, err);
+		box_buf_release(&b);
+		return rc;
+	}
+	case BOX_OP_FS_WRITE:
+	case BOX_OP_FS_APPEND:
+		if (n < 2) {
+			box_err_set(&e, BOX_E_INVALID, "missing data");
+			return answer_err(r, &e, err);
+		}
+		if (box_ws_write(&r->ws, path, f[1].p, f[1].n, op == BOX_OP_FS_APPEND, &e) < 0)
+			return answer_err(r, &e, err);
+		return answer(r, BOX_OP_OK, NULL, 0, err);
+	case BOX_OP_FS_EXISTS:
+		rc = box_ws_exists(&r->ws, path, &e);
+		if (rc < 0)
+			return answer_err(r, &e, err);
+		res.p = rc ? "1" : "0";
+		res.n = 1;
+		return answer(r, BOX_OP_OK, &res, 1, err);
+	case BOX_OP_FS_STAT: {
+		cJSON *o = box_ws_stat(&r->ws, path, &e);
+
+		if (!o && e.code == BOX_E_NOT_FOUND)
+			return answer(r, BOX_OP_OK, NULL, 0, err);
+		if (!o)
+			return answer_err(r, &e, err);
+		return answer_json(r, o, err);
+	}
+	case BOX_OP_FS_LIST: {
+		cJSON *o = box_ws_list(&r->ws, path, 100000, &e);
+
+		return o ? answer_json(r, o, err) : answer_err(r, &e, err);
+	}
+	case BOX_OP_FS_WALK: {
+		cJSON *o = box_ws_walk(&r->ws, path, 10000, &e);
+
+		return o ? answer_json(r, o, err) : answer_err(r, &e, err);
+	}
+	case BOX_OP_FS_REMOVE:
+		rc = box_ws_remove(&r->ws, path, n > 1 && f[1].n == 1 && *(const char *)f[1].p == '1',
+				   &e);
+		if (rc < 0)
+			return answer_err(r, &e, err);
+		res.p = rc ? "1" : "0";
+		res.n = 1;
+		return answer(r, BOX_OP_OK, &res, 1, err);
+	case BOX_OP_FS_MKDIR:
+		if (box_ws_mkdir(&r->ws, path, &e) < 0)
+			return answer_err(r, &e, err);
+		return answer(r, BOX_OP_OK, NULL, 0, err);
+	default:
+		return box_err_set(err, BOX_E_INTERNAL, "unknown host call %u from the VM", op);
+	}
+}
+
+/* ------------------------------------------------------------------ the broker loop */
+
+static void emit_print(struct run *r, const struct box_buf *payload)
+{
+	struct box_ipc_field f;
+	struct box_buf clean = BOX_BUF_INIT((size_t)r->max_output_bytes * 3 + 16);
+	struct box_err e;
+	cJSON *ev;
+
+	if (!r->hooks || !r->hooks->on_event)
+		return;
+	if (box_ipc_split(payload->data ? payload->data : "", payload->len, &f, 1) != 1)
+		return;
+	if (box_utf8_sanitize(f.p, f.n, &clean, &e) < 0) {
+		box_buf_release(&clean);
+		return;
+	}
+	ev = cJSON_CreateObject();
+	if (ev) {
+		cJSON_AddStringToObject(ev, "event", "stdout");
+		cJSON_AddStringToObject(ev, "data", clean.data ? clean.data : "");
+		r->hooks->on_event(r->hooks->ctx, ev);
+	}
+	cJSON_Delete(ev);
+	box_buf_release(&clean);
+}
+
+/* Serves the child until it sends FINAL, dies, or the deadline passes. Returns -1 only when
+ * the broker itself failed (err); the child is then killed. */
+static int serve(struct run *r, struct box_err *err)
+{
+	struct box_buf payload = BOX_BUF_INIT((size_t)(r->max_write_bytes + r->max_result_bytes +
+							4 * MiB));
+	uint8_t op;
+	int rc = 0;
+
+	for (;;) {
+		int got = box_ipc_recv(r->sock, &op, &payload, r->deadline, err);
+
+		if (got < 0 && err->code == BOX_E_TIMEOUT) {
+			r->timed_out = 1;
+			break;
+		}
+		if (got < 0 && err->code == BOX_E_IO) {
+			/* the child died mid-frame: what it died of is told by waitpid */
+			break;
+		}
+		if (got < 0) {
+			rc = -1;
+			break;
+		}
+		if (got == 0)
+			break;
+		if (op == BOX_OP_FINAL) {
+			struct box_ipc_field f[2];
+			int n = box_ipc_split(payload.data ? payload.data : "", payload.len, f, 2);
+
+			if (n >= 1 && box_buf_append(&r->meta, f[0].p, f[0].n, err) == 0 &&
+			    (n < 2 || box_buf_append(&r->result, f[1].p, f[1].n, err) == 0))
+				r->got_final = 1;
+			break;
+		}
+		if (op == BOX_OP_PRINT) {
+			emit_print(r, &payload);
+			continue;
+		}
+		if (host_call(r, op, &payload, err) < 0) {
+			if (err->code == BOX_E_TIMEOUT) {
+				r->timed_out = 1;
+				break;
+			}
+			if (err->code == BOX_E_IO)
+				break;
+			rc = -1;
+			break;
+		}
+	}
+	box_buf_release(&payload);
+	box_err_init(err);
+	return rc;
+}
+
+/* ------------------------------------------------------------------ the result */
+
+static int64_t cpu_of(const struct rusage *ru)
+{
+	return (int64_t)ru->ru_utime.tv_sec * 1000 + ru->ru_utime.tv_usec / 1000 +
+		(int64_t)ru->ru_stime.tv_sec * 1000 + ru->ru_stime.tv_usec / 1000;
+}
+
+static void add_stats(struct run *r, cJSON *res, const struct rusage *ru, int64_t wall)
+{
+	cJSON *s = cJSON_AddObjectToObject(res, "stats");
+	int64_t cpu = cpu_of(ru);
+
+	if (!s)
+		return;
+	if (r->shm->counted)
+		box_json_add_int64(s, "instructions", r->shm->instructions);
+	box_json_add_int64(s, "memory_peak_bytes", r->shm->mem_peak);
+	box_json_add_int64(s, "wall_ms", wall);
+	box_json_add_int64(s, "cpu_ms", cpu);
+	box_json_add_int64(s, "output_bytes", r->shm->output_bytes);
+	box_json_add_int64(s, "host_calls", r->host_calls);
+}
+
+/* The result text the child sent, checked before it is embedded as it is: cJSON cannot hold
+ * a string with NUL bytes, so the text itself is kept. */
+static cJSON *checked_result(const struct box_buf *b)
+{
+	const char *end = NULL;
+	cJSON *parsed;
+	size_t i;
+
+	if (!b->len || !box_utf8_valid(b->data, b->len))
+		return NULL;
+	for (i = 0; i < b->len; i++)
+		if ((unsigned char)b->data[i] < 0x20)
+			return NULL;
+	parsed = cJSON_ParseWithLengthOpts(b->data, b->len, &end, 0);
+	if (!parsed)
+		return NULL;
+	cJSON_Delete(parsed);
+	if (end != b->data + b->len)
+		return NULL;
+	return cJSON_CreateRaw(b->data);
+}
+
+static cJSON *build_result(struct run *r, int status, const struct rusage *ru, int64_t wall,
+			   struct box_err *err)
+{
+	struct box_buf out = BOX_BUF_INIT((size_t)r->max_output_bytes * 3 + 16);
+	cJSON *res = cJSON_CreateObject(), *meta = NULL, *val = NULL;
+	struct box_err e;
+	uint32_t len = r->shm->out_len;
+	int lossy, failed = 0;
+
+	box_err_init(&e);
+	if (!res)
+		return box_err_set(err, BOX_E_INTERNAL, "out of memory"), NULL;
+	if (len > r->shm->out_cap)
+		len = r->shm->out_cap;
+	lossy = box_utf8_sanitize(r->shm->out, len, &out, &e);
+	if (lossy < 0)
+		lossy = 0;
+	if (r->timed_out) {
+		failed = 1;
+		box_err_limit(&e, BOX_E_TIMEOUT, "wall", r->timeout_ms, "ms",
+			      "wall-clock limit of %lld ms exceeded", (long long)r->timeout_ms);
+	} else if (r->got_final) {
+		const cJSON *eo;
+
+		meta = cJSON_ParseWithLength(r->meta.data, r->meta.len);
+		eo = cJSON_GetObjectItemCaseSensitive(meta, "error");
+		if (!cJSON_IsObject(meta)) {
+			failed = 1;
+			box_err_set(&e, BOX_E_INTERNAL, "malformed final message from the VM");
+		} else if (eo) {
+			failed = 1;
+			if (box_err_from_json(&e, eo) < 0)
+				box_err_set(&e, BOX_E_INTERNAL, "malformed error from the VM");
+		} else if (r->result.len) {
+			val = checked_result(&r->result);
+			if (!val) {
+				failed = 1;
+				box_err_set(&e, BOX_E_INTERNAL, "malformed result from the VM");
+			}
+		}
+		if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(meta, "lossy")))
+			lossy = 1;
+		cJSON_Delete(meta);
+	} else if (WIFSIGNALED(status) && WTERMSIG(status) == SIGSYS) {
+		failed = 1;
+		box_err_set(&e, BOX_E_POLICY,
+			    "the VM process made a forbidden system call and was killed");
+	} else if (WIFSIGNALED(status) && (WTERMSIG(status) == SIGXCPU ||
+		   (WTERMSIG(status) == SIGKILL && cpu_of(ru) >= r->cpu_ms))) {
+		/* the RLIMIT_CPU backstop: SIGXCPU at the soft limit, SIGKILL at the hard one */
+		failed = 1;
+		box_err_limit(&e, BOX_E_LIMIT, "cpu", r->cpu_ms, "ms",
+			      "CPU time limit of %lld ms exceeded", (long long)r->cpu_ms);
+	} else {
+		failed = 1;
+		if (WIFSIGNALED(status))
+			box_err_set(&e, BOX_E_INTERNAL, "the VM process died of signal %d",
+				    WTERMSIG(status));
+		else
+			box_err_set(&e, BOX_E_INTERNAL, "the VM process ended with status %d early",
+				    WEXITSTATUS(status));
+	}
+	cJSON_AddBoolToObject(res, "ok", !failed);
+	cJSON_AddBoolToObject(res, "success", !failed);
+	cJSON_AddStringToObject(res, "stdout", out.data ? out.data : "");
+	if (val)
+		cJSON_AddItemToObject(res, "result", val);
+	cJSON_AddBoolToObject(res, "truncated", r->shm->truncated != 0);
+	box_json_add_int64(res, "total_lines", r->shm->total_lines);
+	cJSON_AddBoolToObject(res, "lossy", lossy != 0);
+	if (failed)
+		cJSON_AddItemToObject(res, "error", box_err_to_json(&e));
+	add_stats(r, res, ru, wall);
+	box_buf_release(&out);
+	return res;
+}
+
+/* ------------------------------------------------------------------ box_run */
+
+static int read_opts(struct run *r, const cJSON *req, struct box_err *err)
+{
+	int64_t cap = box_json_get_int(req, "max_timeout_ms", 60000);
+	const cJSON *tools = cJSON_GetObjectItemCaseSensitive(req, "tools");
+
+	if (cap > 60000 && !cJSON_GetObjectItemCaseSensitive(req, "max_timeout_ms"))
+		cap = 60000;
+	r->script = box_json_get_str(req, "script", NULL);
+	if (!r->script) {
+		box_err_set(err, BOX_E_INVALID, "no script: give a SCRIPT file, -e CODE or \"script\"");
+		box_err_path(err, "$.script");
+		return -1;
+	}
+	if (tools && !cJSON_IsNull(tools)) {
+		box_err_set(err, BOX_E_UNSUPPORTED, "tools are not available in this version of box-run");
+		box_err_path(err, "$.tools");
+		return -1;
+	}
+	r->args = cJSON_GetObjectItemCaseSensitive(req, "args");
+	if (cJSON_IsNull(r->args))
+		r->args = NULL;
+	r->allow = cJSON_GetObjectItemCaseSensitive(req, "allow");
+	if (cJSON_IsNull(r->allow))
+		r->allow = NULL;
+	r->timeout_ms = box_json_get_int(req, "timeout_ms", 30000);
+	if (r->timeout_ms > cap)
+		r->timeout_ms = cap;
+	r->cpu_ms = box_json_get_int(req, "cpu_ms", r->timeout_ms);
+	r->memory_bytes = box_json_get_int(req, "memory_bytes", 32 * MiB);
+	r->max_instructions = box_json_get_int(req, "max_instructions", 0);
+	r->max_output_bytes = box_json_get_int(req, "max_output_bytes", 64 * 1024);
+	r->max_write_bytes = box_json_get_int(req, "max_write_bytes", 64 * MiB);
+	r->max_result_bytes = box_json_get_int(req, "max_result_bytes", MiB);
+	r->allow_private = box_json_get_bool(req, "allow_private_network", 0);
+	r->events = box_json_get_bool(req, "events", 0);
+	return 0;
+}
+
+cJSON *box_run(const cJSON *req, const struct box_run_hooks *hooks, struct box_err *err)
+{
+	struct run r;
+	int sv[2], status = 0;
+	struct rusage ru;
+	cJSON *res = NULL;
+	const char *ws;
+
+	memset(&r, 0, sizeof(r));
+	r.hooks = hooks;
+	r.ws.rootfd = -1;
+	box_buf_init(&r.meta, 64 * 1024);
+	if (read_opts(&r, req, err) < 0)
+		return NULL;
+	box_buf_init(&r.result, (size_t)r.max_result_bytes + 16);
+	ws = box_json_get_str(req, "workspace", NULL);
+	if (ws) {
+		if (box_ws_open(&r.ws, ws, r.max_write_bytes, err) < 0) {
+			if (!err->path[0])
+				box_err_path(err, "$.workspace");
+			return NULL;
+		}
+		r.has_ws = 1;
+	}
+	r.shm_size = box_vm_shm_size(r.max_output_bytes);
+	r.shm = mmap(NULL, r.shm_size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	if (r.shm == MAP_FAILED) {
+		box_err_sys(err, "mmap");
+		goto out_ws;
+	}
+	r.shm->out_cap = (uint32_t)r.max_output_bytes;
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0) {
+		box_err_sys(err, "socketpair");
+		goto out_shm;
+	}
+	r.start = box_now_ms();
+	r.deadline = r.start + r.timeout_ms;
+	r.pid = fork();
+	if (r.pid == 0) {
+		close(sv[0]);
+		child(&r, sv[1]);
+	}
+	close(sv[1]);
+	if (r.pid < 0) {
+		close(sv[0]);
+		box_err_sys(err, "fork");
+		goto out_shm;
+	}
+	r.sock = sv[0];
+	if (serve(&r, err) < 0) {
+		kill(r.pid, SIGKILL);
+		wait4(r.pid, &status, 0, &ru);
+		close(r.sock);
+		http_stop(&r);
+		goto out_shm;
+	}
+	/* done, timed out or dead: in every case nothing of the child may outlive the run */
+	kill(r.pid, SIGKILL);
+	while (wait4(r.pid, &status, 0, &ru) < 0 && errno == EINTR)
+		;
+	close(r.sock);
+	http_stop(&r);
+	res = build_result(&r, status, &ru, box_now_ms() - r.start, err);
+out_shm:
+	munmap(r.shm, r.shm_size);
+out_ws:
+	if (r.has_ws)
+		box_ws_release(&r.ws);
+	box_buf_release(&r.meta);
+	box_buf_release(&r.result);
+	return res;
+}
