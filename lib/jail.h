@@ -16,7 +16,9 @@ struct box_jail_limits {
  * no_new_privs and loads a seccomp filter that kills the process on any system call outside
  * the few the VM needs (read/write on its socket, memory management, clocks, signal return,
  * exit). open/openat, socket, connect, execve, fork/clone, ptrace and mount are not among them,
- * and mmap/mprotect may not make memory executable. Returns 0, or -1 with err.
+ * and mmap/mprotect may not make memory executable. The filter is compiled by libseccomp at
+ * build time (lib/jail-gen.c). Signal handlers must be installed before: rt_sigaction is not
+ * allowed afterwards. Returns 0, or -1 with err.
  */
 int box_jail_vm(const struct box_jail_limits *l, struct box_err *err);
 

@@ -126,6 +126,7 @@ static void child(struct run *r, int sock)
 	setenv("TZ", "UTC0", 1);
 	tzset();
 	localtime_r(&t, &tm);
+	box_vm_prepare();
 	if (box_jail_vm(&lim, &err) < 0)
 		_exit(126);
 	box_vm_run(&c);

@@ -1360,11 +1360,20 @@ static void send_final(struct final *fin)
 	box_buf_release(&out);
 }
 
+void box_vm_prepare(void)
+{
+	struct sigaction sa;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_sigprof;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGPROF, &sa, NULL);
+}
+
 void box_vm_run(const struct box_vm_config *c)
 {
 	struct final fin;
 	cJSON_Hooks hooks = { json_malloc, json_free };
-	struct sigaction sa;
 	lua_State *L;
 	int status;
 
@@ -1388,10 +1397,6 @@ void box_vm_run(const struct box_vm_config *c)
 	lua_setwarnf(L, NULL, NULL);
 	cJSON_InitHooks(&hooks);
 
-	memset(&sa, 0, sizeof(sa));
-	sa.sa_handler = on_sigprof;
-	sigemptyset(&sa.sa_mask);
-	sigaction(SIGPROF, &sa, NULL);
 	{
 		struct itimerval it = { { 0, 0 }, { (time_t)(c->cpu_ms / 1000),
 						      (suseconds_t)(c->cpu_ms % 1000) * 1000 } };

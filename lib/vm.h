@@ -57,6 +57,10 @@ struct box_vm_config {
 	int has_fs, has_http, events;
 };
 
+/* Installs the VM's signal handler; called in the child before box_jail_vm(), after which
+ * rt_sigaction is no longer allowed. */
+void box_vm_prepare(void);
+
 /*
  * Builds the sandboxed Lua state, runs the script and sends the FINAL frame; returns when done
  * (the caller then _exits). Runs only in the VM child, after box_jail_vm().

@@ -7,13 +7,13 @@
 #include <string.h>
 #include <stdarg.h>
 
-static int tap_n, tap_failed;
+__attribute__((unused)) static int tap_n, tap_failed;
 
 #define ok(cond, ...) tap_ok(!!(cond), __FILE__, __LINE__, __VA_ARGS__)
 #define is_int(got, want, ...) tap_is_int((long long)(got), (long long)(want), __FILE__, __LINE__, __VA_ARGS__)
 #define is_str(got, want, ...) tap_is_str((got), (want), __FILE__, __LINE__, __VA_ARGS__)
 
-static void tap_line(int pass, const char *name)
+__attribute__((unused)) static void tap_line(int pass, const char *name)
 {
 	tap_n++;
 	if (!pass)
@@ -22,7 +22,7 @@ static void tap_line(int pass, const char *name)
 }
 
 __attribute__((format(printf, 4, 5)))
-static int tap_ok(int pass, const char *file, int line, const char *fmt, ...)
+__attribute__((unused)) static int tap_ok(int pass, const char *file, int line, const char *fmt, ...)
 {
 	char name[512];
 	va_list ap;
@@ -37,7 +37,7 @@ static int tap_ok(int pass, const char *file, int line, const char *fmt, ...)
 }
 
 __attribute__((format(printf, 5, 6)))
-static int tap_is_int(long long got, long long want, const char *file, int line, const char *fmt, ...)
+__attribute__((unused)) static int tap_is_int(long long got, long long want, const char *file, int line, const char *fmt, ...)
 {
 	char name[512];
 	va_list ap;
@@ -52,7 +52,7 @@ static int tap_is_int(long long got, long long want, const char *file, int line,
 }
 
 __attribute__((format(printf, 5, 6)))
-static int tap_is_str(const char *got, const char *want, const char *file, int line, const char *fmt, ...)
+__attribute__((unused)) static int tap_is_str(const char *got, const char *want, const char *file, int line, const char *fmt, ...)
 {
 	char name[512];
 	va_list ap;
@@ -68,14 +68,14 @@ static int tap_is_str(const char *got, const char *want, const char *file, int l
 	return pass;
 }
 
-static void tap_skip(const char *why)
+__attribute__((unused)) static void tap_skip(const char *why)
 {
 	tap_n++;
 	printf("ok %d # skip %s\n", tap_n, why);
 }
 
 /* Prints the plan; the exit status says whether everything passed. */
-static int done_testing(void)
+__attribute__((unused)) static int done_testing(void)
 {
 	printf("1..%d\n", tap_n);
 	fflush(stdout);

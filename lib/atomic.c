@@ -1,0 +1,154 @@
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/random.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "atomic.h"
+#include "buf.h"
+#include "banned.h"
+
+#define TMP_TRIES 16
+
+static int make_temp(int dirfd, char *tmp, size_t tmpsz, mode_t mode, struct box_err *err)
+{
+	for (int i = 0; i < TMP_TRIES; i++) {
+		unsigned char r[8];
+		ssize_t got;
+		int fd;
+
+		do
+			got = getrandom(r, sizeof(r), 0);
+		while (got < 0 && errno == EINTR);
+		if (got != (ssize_t)sizeof(r))
+			return box_err_sys(err, "getrandom");
+		snprintf(tmp, tmpsz, ".box-%02x%02x%02x%02x%02x%02x%02x%02x.tmp",
+			 r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7]);
+		fd = openat(dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, mode);
+		if (fd >= 0)
+			return fd;
+		if (errno != EEXIST)
+			return box_err_sys(err, "create temp file %s", tmp);
+	}
+	return box_err_set(err, BOX_E_IO, "create temp file: %d names taken", TMP_TRIES);
+}
+
+static int fsync_dir(int dirfd, struct box_err *err)
+{
+	/* dirfd may be O_PATH, which fsync refuses: sync through a fresh descriptor */
+	int fd = openat(dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	int r;
+
+	if (fd < 0)
+		return box_err_sys(err, "open directory for fsync");
+	r = fsync(fd);
+	if (r < 0)
+		box_err_sys(err, "fsync directory");
+	close(fd);
+	return r < 0 ? -1 : 0;
+}
+
+int box_atomic_write(int dirfd, const char *name, const void *data, size_t len, mode_t mode,
+		     struct box_err *err)
+{
+	char tmp[64];
+	int fd;
+
+	if (!name || !name[0] || strchr(name, '/') || strcmp(name, ".") == 0 ||
+	    strcmp(name, "..") == 0)
+		return box_err_set(err, BOX_E_INVALID, "bad file name for an atomic write: '%s'",
+				   name ? name : "");
+	fd = make_temp(dirfd, tmp, sizeof(tmp), mode, err);
+	if (fd < 0)
+		return -1;
+	if (box_write_all(fd, data, len) < 0) {
+		box_err_sys(err, "write %s", tmp);
+		goto fail;
+	}
+	if (fsync(fd) < 0) {
+		box_err_sys(err, "fsync %s", tmp);
+		goto fail;
+	}
+	if (close(fd) < 0) {
+		fd = -1;
+		box_err_sys(err, "close %s", tmp);
+		goto fail;
+	}
+	fd = -1;
+	if (renameat(dirfd, tmp, dirfd, name) < 0) {
+		box_err_sys(err, "rename %s to %s", tmp, name);
+		goto fail;
+	}
+	return fsync_dir(dirfd, err);
+fail:
+	if (fd >= 0)
+		close(fd);
+	unlinkat(dirfd, tmp, 0);
+	box_err_path(err, name);
+	return -1;
+}
+
+static int64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+int box_lock_fd(int fd, int exclusive, int timeout_ms, struct box_err *err)
+{
+	int op = exclusive ? LOCK_EX : LOCK_SH;
+	int64_t deadline = now_ms() + (timeout_ms > 0 ? timeout_ms : 0);
+
+	if (timeout_ms < 0) {
+		while (flock(fd, op) < 0)
+			if (errno != EINTR)
+				return box_err_sys(err, "flock");
+		return 0;
+	}
+	for (;;) {
+		int64_t left;
+		struct timespec ts;
+
+		if (flock(fd, op | LOCK_NB) == 0)
+			return 0;
+		if (errno == EINTR)
+			continue;
+		if (errno != EWOULDBLOCK)
+			return box_err_sys(err, "flock");
+		left = deadline - now_ms();
+		if (left <= 0)
+			break;
+		if (left > 10)
+			left = 10;
+		ts.tv_sec = 0;
+		ts.tv_nsec = (long)left * 1000000L;
+		nanosleep(&ts, NULL);
+	}
+	box_err_set(err, BOX_E_CONFLICT, "lock held by another process (waited %d ms)",
+		    timeout_ms);
+	err->retryable = 1;
+	return -1;
+}
+
+int box_lock_open(int dirfd, const char *path, int exclusive, int timeout_ms,
+		  struct box_err *err)
+{
+	int fd = openat(dirfd, path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+
+	if (fd < 0) {
+		box_err_sys(err, "open lock file %s", path);
+		box_err_path(err, path);
+		return -1;
+	}
+	if (box_lock_fd(fd, exclusive, timeout_ms, err) < 0) {
+		close(fd);
+		box_err_path(err, path);
+		return -1;
+	}
+	return fd;
+}

@@ -1,0 +1,38 @@
+/* Atomic replacement of files and flock-based locks for persistent state. */
+#ifndef BOX_ATOMIC_H
+#define BOX_ATOMIC_H
+
+#include <stddef.h>
+#include <sys/types.h>
+#include "err.h"
+
+/*
+ * Replaces the file name (one path component, no '/') in the directory dirfd (an O_PATH or
+ * O_RDONLY directory fd, or AT_FDCWD) with len bytes of data: a temp file with a random name
+ * is created in the same directory (O_EXCL|O_NOFOLLOW, mode filtered by the umask), written,
+ * fsynced and renamed over name, then the directory is fsynced. A symlink at name is replaced,
+ * never followed.
+ * Returns 0, or -1 with err set: invalid_request for a bad name, io_error (and the others of
+ * box_err_sys) otherwise. On failure before the rename the temp file is removed and the old
+ * file is untouched; only a failing fsync of the directory reports -1 after the rename (the
+ * new content is then in place but maybe not durable).
+ */
+int box_atomic_write(int dirfd, const char *name, const void *data, size_t len, mode_t mode,
+		     struct box_err *err);
+
+/*
+ * Takes an flock on fd (exclusive or shared), retrying LOCK_NB with short sleeps for up to
+ * timeout_ms milliseconds (0: one try; negative: wait without limit).
+ * Returns 0, or -1 with conflict (retryable = 1) when the time ran out, io_error otherwise.
+ */
+int box_lock_fd(int fd, int exclusive, int timeout_ms, struct box_err *err);
+
+/*
+ * Opens (creating it 0600 if missing, never following a symlink) the lock file path relative
+ * to dirfd and locks it as box_lock_fd() does. Returns the locked fd, which the caller closes
+ * to release the lock, or -1 with err set.
+ */
+int box_lock_open(int dirfd, const char *path, int exclusive, int timeout_ms,
+		  struct box_err *err);
+
+#endif
