@@ -98,4 +98,10 @@ void box_url_release(struct box_url *u);
  */
 const char *box_policy_private_reason(const struct sockaddr *sa);
 
+/* Helpers shared by the rule parser (policy.c) and the URL checks (url.c), not for others:
+ * lowercase a host name in place and check its characters (0 or -1); write the canonical text
+ * of the IPv6 literal s[0..n) to out (0 or -1). */
+int box_policy_normalize_host(char *h);
+int box_policy_canon_v6(const char *s, size_t n, char *out, size_t outlen);
+
 #endif

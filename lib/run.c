@@ -18,6 +18,7 @@
 #include "buf.h"
 #include "ipc.h"
 #include "jail.h"
+#include "policy.h"
 #include "utf8.h"
 #include "vm.h"
 #include "ws.h"
@@ -147,6 +148,9 @@ static int http_start(struct run *r, struct box_err *err)
 		dir = BOX_PKGLIBEXECDIR;
 	if ((size_t)snprintf(path, sizeof(path), "%s/box-http", dir) >= sizeof(path))
 		return box_err_set(err, BOX_E_INTERNAL, "helper path too long");
+	if (access(path, X_OK) < 0)
+		return box_err_sys(err, "the http helper %s cannot be run (set BOX_LIBEXEC_DIR or reinstall box)",
+				   path);
 	argv = calloc((size_t)cJSON_GetArraySize(r->allow) * 2 + 6, sizeof(*argv));
 	if (!argv)
 		return box_err_set(err, BOX_E_INTERNAL, "out of memory");
@@ -658,6 +662,33 @@ static cJSON *build_result(struct run *r, int status, const struct rusage *ru, i
 
 /* ------------------------------------------------------------------ box_run */
 
+/* Rules are checked now, so that a bad one is a bad request and not a surprise at the first
+ * http call; box-http, which does the requests, checks them again. */
+static int check_rules(const cJSON *allow, struct box_err *err)
+{
+	struct box_policy *p = calloc(1, sizeof(*p));
+	const cJSON *rule;
+	int i = 0, rc = 0;
+
+	if (!p)
+		return box_err_set(err, BOX_E_INTERNAL, "out of memory");
+	box_policy_init(p);
+	cJSON_ArrayForEach(rule, allow) {
+		if (box_policy_add(p, rule->valuestring, err) < 0) {
+			char path[64];
+
+			snprintf(path, sizeof(path), "$.allow[%d]", i);
+			box_err_path(err, path);
+			rc = -1;
+			break;
+		}
+		i++;
+	}
+	box_policy_release(p);
+	free(p);
+	return rc;
+}
+
 static int read_opts(struct run *r, const cJSON *req, struct box_err *err)
 {
 	int64_t cap = box_json_get_int(req, "max_timeout_ms", 60000);
@@ -682,6 +713,8 @@ static int read_opts(struct run *r, const cJSON *req, struct box_err *err)
 	r->allow = cJSON_GetObjectItemCaseSensitive(req, "allow");
 	if (cJSON_IsNull(r->allow))
 		r->allow = NULL;
+	if (r->allow && check_rules(r->allow, err) < 0)
+		return -1;
 	r->timeout_ms = box_json_get_int(req, "timeout_ms", 30000);
 	if (r->timeout_ms > cap)
 		r->timeout_ms = cap;

@@ -51,6 +51,8 @@ static struct {
 	int step;                     /* instructions in the running step */
 	int counting;
 	int trip_ref;                 /* registry ref of the sticky error message */
+	int host_ref;                 /* registry ref of the last host error raised */
+	enum box_code host_code;      /* and its code */
 	struct box_err host_err;      /* the limit behind TRIP_HOST */
 	int lossy;
 	struct box_buf reply;         /* host call replies, capped at memory_bytes */
@@ -834,6 +836,19 @@ static int l_b64_decode(lua_State *L)
 
 /* ------------------------------------------------------------------ host calls */
 
+/* Raises a host error as "code: message"; if the script lets it end the run, the run's error
+ * keeps that code (policy_denied stays policy_denied, not guest_error). */
+static int host_raise(lua_State *L, const struct box_err *err)
+{
+	luaL_where(L, 1);
+	lua_pushfstring(L, "%s: %s", box_err_code_name(err->code), err->message);
+	lua_concat(L, 2);
+	lua_pushvalue(L, -1);
+	lua_rawseti(L, LUA_REGISTRYINDEX, V.host_ref);
+	V.host_code = err->code;
+	return lua_error(L);
+}
+
 /* Sends a host call and waits for its answer; raises the error the broker reports. On return
  * V.reply holds the answer's payload (fields). */
 static int host_call(lua_State *L, uint8_t op, const struct box_ipc_field *f, int n,
@@ -870,7 +885,7 @@ static int host_call(lua_State *L, uint8_t op, const struct box_ipc_field *f, in
 		trip(TRIP_HOST);
 		raise_trip(L);
 	}
-	return luaL_error(L, "%s: %s", box_err_code_name(err.code), err.message);
+	return host_raise(L, &err);
 }
 
 static const char *check_path(lua_State *L, int idx, size_t *n)
@@ -1099,7 +1114,7 @@ static int http_call(lua_State *L, const char *method, int url_idx, int body_idx
 		box_err_init(&err);
 		if (!e || box_err_from_json(&err, e) < 0)
 			return luaL_error(L, "http: malformed answer");
-		return luaL_error(L, "%s: %s", box_err_code_name(err.code), err.message);
+		return host_raise(L, &err);
 	}
 	lua_createtable(L, 0, 4);
 	lua_pushinteger(L, (lua_Integer)box_json_get_int(tree, "status", 0));
@@ -1271,6 +1286,8 @@ static int setup(lua_State *L)
 	build_env(L);
 	lua_pushliteral(L, "limit_exceeded");
 	V.trip_ref = luaL_ref(L, LUA_REGISTRYINDEX);
+	lua_pushboolean(L, 0);
+	V.host_ref = luaL_ref(L, LUA_REGISTRYINDEX);
 	if (luaL_loadbufferx(L, V.c->script, V.c->script_len, V.c->chunkname, "t") != LUA_OK)
 		return lua_error(L);
 	/* arg as in the lua(1) interpreter: arg[0] the script name, then the arguments */
@@ -1420,9 +1437,12 @@ void box_vm_run(const struct box_vm_config *c)
 		fin.failed = 1;
 		set_trip_error(&fin.err);
 	} else if (status != LUA_OK) {
-		int ms;
+		int ms, host_error;
 
 		fin.failed = 1;
+		lua_rawgeti(L, LUA_REGISTRYINDEX, V.host_ref);
+		host_error = lua_rawequal(L, -1, -2);
+		lua_pop(L, 1);
 		lua_pushcfunction(L, err_message);
 		lua_insert(L, -2);
 		ms = lua_pcall(L, 1, 1, 0);
@@ -1441,7 +1461,8 @@ void box_vm_run(const struct box_vm_config *c)
 				n = box_utf8_cut(s, BOX_ERR_MSG_MAX - 8);
 			if (box_utf8_sanitize(s, n, &clean, &e2) > 0)
 				V.lossy = 1;
-			box_err_set(&fin.err, BOX_E_GUEST, "%s", clean.data ? clean.data : "");
+			box_err_set(&fin.err, host_error ? V.host_code : BOX_E_GUEST, "%s",
+				    clean.data ? clean.data : "");
 			box_buf_release(&clean);
 		}
 	} else if (!lua_isnil(L, -1)) {
