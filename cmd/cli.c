@@ -175,6 +175,23 @@ static int describe(const struct box_cli *cli, struct box_err *err)
 	return r;
 }
 
+/* Members that only the operator's command line may set are refused in a request. */
+static int flag_only_member(const cJSON *req, const struct box_field *fields, struct box_err *err)
+{
+	for (; fields->name; fields++) {
+		char path[BOX_ERR_FIELD_MAX];
+
+		if (!fields->flag_only || !cJSON_GetObjectItemCaseSensitive(req, fields->name))
+			continue;
+		snprintf(path, sizeof(path), "$.%s", fields->name);
+		box_err_set(err, BOX_E_INVALID, "%s: set by the command line only, not by a request",
+			    fields->name);
+		box_err_path(err, path);
+		return -1;
+	}
+	return 0;
+}
+
 static int read_request(cJSON **req, struct box_err *err)
 {
 	struct box_buf b = BOX_BUF_INIT(BOX_MAX_REQUEST_BYTES);
@@ -292,6 +309,8 @@ int box_cli_parse(const struct box_cli *cli, int argc, char **argv, cJSON **req,
 		}
 	}
 	if (box_json_check(*req, cli->fields, err) < 0)
+		goto fail;
+	if (json && flag_only_member(*req, cli->fields, err) < 0)
 		goto fail;
 	while ((m = flags->child)) {
 		cJSON_DetachItemViaPointer(flags, m);

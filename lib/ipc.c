@@ -100,36 +100,83 @@ int box_ipc_send(int fd, uint8_t op, const struct box_ipc_field *fields, int nfi
 	return 0;
 }
 
-/* Reads exactly n bytes; returns 1, 0 on EOF before the first byte, -1 on error. */
-static int read_exact(int fd, void *p, size_t n, int64_t deadline_ms, struct box_err *err)
+/* How long a receiver polls with non-blocking recv before it goes to sleep. A host call is a
+ * round trip; sleeping and being woken costs ~10-20 us on a VM's scheduler, more than the call
+ * itself, so both ends spin briefly first. Bounded: at most this much CPU per wait. */
+#define SPIN_NS 40000
+
+static int64_t now_ns(void)
 {
-	char *c = p;
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* One recv into dst (at most n bytes), waiting for data until the deadline (-1: no deadline).
+ * Returns the byte count, 0 at end of stream, -1. */
+static ssize_t recv_some(int fd, void *dst, size_t n, int64_t deadline_ms, struct box_err *err)
+{
+	int64_t spin_end = now_ns() + SPIN_NS;
+
+	for (;;) {
+		ssize_t r = recv(fd, dst, n, MSG_DONTWAIT);
+
+		if (r >= 0)
+			return r;
+		if (errno == EINTR)
+			continue;
+		if (errno != EAGAIN && errno != EWOULDBLOCK)
+			return box_err_sys(err, "receive from the peer");
+		if (now_ns() < spin_end)
+			continue;
+		if (wait_fd(fd, POLLIN, deadline_ms, err) < 0)
+			return -1;
+	}
+}
+
+/* Reads exactly n bytes, first from the read-ahead; returns 1, 0 on end of stream before the
+ * first byte, -1 on error. Only reads ahead (into in->buf) when n is smaller than it. */
+static int read_exact(int fd, struct box_ipc_in *in, char *dst, size_t n, int64_t deadline_ms,
+		      struct box_err *err)
+{
 	size_t got = 0;
 
 	while (got < n) {
-		ssize_t r = recv(fd, c + got, n - got, deadline_ms >= 0 ? MSG_DONTWAIT : 0);
+		size_t have = in->len - in->off;
+		ssize_t r;
 
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-			if (wait_fd(fd, POLLIN, deadline_ms, err) < 0)
-				return -1;
+		if (have) {
+			size_t take = have < n - got ? have : n - got;
+
+			memcpy(dst + got, in->buf + in->off, take);
+			in->off += take;
+			got += take;
 			continue;
 		}
+		in->off = in->len = 0;
+		if (n - got < sizeof(in->buf)) {
+			r = recv_some(fd, in->buf, sizeof(in->buf), deadline_ms, err);
+			if (r > 0)
+				in->len = (size_t)r;
+		} else {
+			r = recv_some(fd, dst + got, n - got, deadline_ms, err);
+			if (r > 0)
+				got += (size_t)r;
+		}
 		if (r < 0)
-			return box_err_sys(err, "receive from the peer");
+			return -1;
 		if (r == 0) {
 			if (got == 0)
 				return 0;
 			return box_err_set(err, BOX_E_IO, "peer closed the connection mid-frame");
 		}
-		got += (size_t)r;
 	}
 	return 1;
 }
 
-int box_ipc_recv(int fd, uint8_t *op, struct box_buf *payload, int64_t deadline_ms,
-		 struct box_err *err)
+int box_ipc_recv(int fd, struct box_ipc_in *in, uint8_t *op, struct box_buf *payload,
+		 int64_t deadline_ms, struct box_err *err)
 {
 	unsigned char hdr[5];
 	uint32_t len;
@@ -137,7 +184,7 @@ int box_ipc_recv(int fd, uint8_t *op, struct box_buf *payload, int64_t deadline_
 	int r;
 
 	box_buf_truncate(payload, 0);
-	r = read_exact(fd, hdr, sizeof(hdr), deadline_ms, err);
+	r = read_exact(fd, in, (char *)hdr, sizeof(hdr), deadline_ms, err);
 	if (r <= 0)
 		return r;
 	len = get32(hdr);
@@ -149,7 +196,7 @@ int box_ipc_recv(int fd, uint8_t *op, struct box_buf *payload, int64_t deadline_
 	if (!dst)
 		return -1;
 	if (len) {
-		r = read_exact(fd, dst, len, deadline_ms, err);
+		r = read_exact(fd, in, dst, len, deadline_ms, err);
 		if (r == 0)
 			return box_err_set(err, BOX_E_IO, "peer closed the connection mid-frame");
 		if (r < 0)

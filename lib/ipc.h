@@ -24,13 +24,21 @@ struct box_ipc_field {
 int box_ipc_send(int fd, uint8_t op, const struct box_ipc_field *fields, int nfields,
 		 int64_t deadline_ms, struct box_err *err);
 
+/* Read-ahead of one receiving end: a small frame (a header and a short payload) then comes in
+ * with a single system call. Start with BOX_IPC_IN_INIT; one per connection. */
+struct box_ipc_in {
+	size_t off, len;
+	char buf[4096];
+};
+#define BOX_IPC_IN_INIT { 0, 0, { 0 } }
+
 /*
  * Receives one frame: *op and its payload into payload (payload->max caps the size: a larger
  * frame is limit_exceeded and the connection is unusable). Returns 1, 0 at a clean end of
  * stream before any byte, or -1 (timeout past deadline_ms, io_error on a short frame).
  */
-int box_ipc_recv(int fd, uint8_t *op, struct box_buf *payload, int64_t deadline_ms,
-		 struct box_err *err);
+int box_ipc_recv(int fd, struct box_ipc_in *in, uint8_t *op, struct box_buf *payload,
+		 int64_t deadline_ms, struct box_err *err);
 
 /* Splits a payload into at most max fields; returns the count, or -1 if malformed. */
 int box_ipc_split(const char *p, size_t n, struct box_ipc_field *fields, int max);

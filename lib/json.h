@@ -50,6 +50,7 @@ struct box_field {
 	char shortopt;        /* one-letter flag, or 0 */
 	const char *help;     /* one line for --help */
 	const char *argname;  /* placeholder in --help ("MS", "DIR") */
+	int flag_only;        /* an operator's cap: refused in a --json request */
 };
 
 /* Checks obj against fields: it is an object, no unknown or duplicate members, every member of

@@ -36,7 +36,7 @@ const struct box_field box_run_fields[] = {
 	{ "timeout_ms", BOX_F_INT, 1, 86400000, 't',
 	  "wall-clock limit (default 30000, capped by max_timeout_ms)", "MS" },
 	{ "max_timeout_ms", BOX_F_INT, 1, 86400000, 0,
-	  "cap on timeout_ms (default 60000; a request can only lower it)", "MS" },
+	  "cap on timeout_ms (default 60000); a flag only, never taken from --json", "MS", 1 },
 	{ "cpu_ms", BOX_F_INT, 1, 86400000, 0, "CPU time limit (default: the timeout)", "MS" },
 	{ "memory_bytes", BOX_F_INT, 65536, 16384 * MiB, 'm',
 	  "memory limit of the VM: Lua heap and JSON (default 33554432)", "BYTES" },
@@ -57,7 +57,7 @@ const struct box_field box_run_fields[] = {
 	  "tool manifest or box.lock for tools.<name>() (not available in this version)", "FILE" },
 	{ "events", BOX_F_BOOL, 0, 0, 0,
 	  "stream print output as NDJSON events as it happens; the result comes last", NULL },
-	{ NULL, 0, 0, 0, 0, NULL, NULL },
+	{ NULL, 0, 0, 0, 0, NULL, NULL, 0 },
 };
 
 struct run {
@@ -74,6 +74,7 @@ struct run {
 	struct box_vm_shm *shm;
 	size_t shm_size;
 	int sock;
+	struct box_ipc_in in;
 	pid_t pid;
 	int64_t start, deadline;
 	int64_t host_calls;
@@ -492,7 +493,7 @@ static int serve(struct run *r, struct box_err *err)
 	int rc = 0;
 
 	for (;;) {
-		int got = box_ipc_recv(r->sock, &op, &payload, r->deadline, err);
+		int got = box_ipc_recv(r->sock, &r->in, &op, &payload, r->deadline, err);
 
 		if (got < 0 && err->code == BOX_E_TIMEOUT) {
 			r->timed_out = 1;
@@ -694,8 +695,6 @@ static int read_opts(struct run *r, const cJSON *req, struct box_err *err)
 	int64_t cap = box_json_get_int(req, "max_timeout_ms", 60000);
 	const cJSON *tools = cJSON_GetObjectItemCaseSensitive(req, "tools");
 
-	if (cap > 60000 && !cJSON_GetObjectItemCaseSensitive(req, "max_timeout_ms"))
-		cap = 60000;
 	r->script = box_json_get_str(req, "script", NULL);
 	if (!r->script) {
 		box_err_set(err, BOX_E_INVALID, "no script: give a SCRIPT file, -e CODE or \"script\"");

@@ -56,6 +56,7 @@ static struct {
 	struct box_err host_err;      /* the limit behind TRIP_HOST */
 	int lossy;
 	struct box_buf reply;         /* host call replies, capped at memory_bytes */
+	struct box_ipc_in in;
 } V;
 
 static char json_null_tag;
@@ -859,7 +860,7 @@ static int host_call(lua_State *L, uint8_t op, const struct box_ipc_field *f, in
 	int r, count;
 
 	if (box_ipc_send(V.c->sock, op, f, n, -1, &err) < 0 ||
-	    box_ipc_recv(V.c->sock, &rop, &V.reply, -1, &err) <= 0)
+	    box_ipc_recv(V.c->sock, &V.in, &rop, &V.reply, -1, &err) <= 0)
 		return luaL_error(L, "host call failed: %s", err.message);
 	count = box_ipc_split(V.reply.data ? V.reply.data : "", V.reply.len, res, maxres);
 	if (count < 0)
