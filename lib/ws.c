@@ -76,8 +76,19 @@ static int absent(const struct box_err *err)
 	return err->sys_errno == ENOENT || err->sys_errno == ENOTDIR;
 }
 
-static int check_file(int fd, const char *norm, struct stat *st, struct box_err *err)
+/*
+ * A file opened through path is used only if it is a regular file whose one link is path.
+ * nlink alone is not enough: between the open and the fstat the workspace name can be
+ * renamed over, leaving the opened inode with one link, outside. So the name is resolved again
+ * afterwards and must still lead to the same inode, still with one link: then, at that moment,
+ * the inode lived in the workspace only.
+ */
+static int check_file(struct box_ws *ws, int fd, const char *norm, struct stat *st,
+		      struct box_err *err)
 {
+	struct stat again;
+	int pfd, r;
+
 	if (fstat(fd, st) < 0)
 		box_err_sys(err, "stat %s", norm);
 	else if (S_ISDIR(st->st_mode))
@@ -86,6 +97,21 @@ static int check_file(int fd, const char *norm, struct stat *st, struct box_err 
 		box_err_set(err, BOX_E_POLICY, "%s is not a regular file", norm);
 	else if (st->st_nlink > 1)
 		box_err_set(err, BOX_E_POLICY, "hard-linked file: %s", norm);
+	else
+		goto resolve_again;
+	box_err_path(err, norm);
+	return -1;
+
+resolve_again:
+	pfd = ws_open(ws, norm, O_PATH, err);
+	if (pfd < 0)
+		return -1;
+	r = fstat(pfd, &again);
+	close(pfd);
+	if (r < 0)
+		box_err_sys(err, "stat %s", norm);
+	else if (again.st_dev != st->st_dev || again.st_ino != st->st_ino || again.st_nlink > 1)
+		box_err_set(err, BOX_E_POLICY, "%s changed while it was opened (hard link?)", norm);
 	else
 		return 0;
 	box_err_path(err, norm);
@@ -105,7 +131,7 @@ int box_ws_read(struct box_ws *ws, const char *path, struct box_buf *out, struct
 	fd = ws_open(ws, norm, O_RDONLY | O_NONBLOCK | O_NOCTTY, err);
 	if (fd < 0)
 		return -1;
-	if (check_file(fd, norm, &st, err) < 0) {
+	if (check_file(ws, fd, norm, &st, err) < 0) {
 		close(fd);
 		return -1;
 	}
@@ -168,7 +194,7 @@ static int append_file(struct box_ws *ws, const char *norm, const void *data, si
 	fd = ws_open(ws, norm, O_WRONLY | O_APPEND | O_CREAT | O_NONBLOCK | O_NOCTTY, err);
 	if (fd < 0)
 		return -1;
-	if (check_file(fd, norm, &st, err) < 0) {
+	if (check_file(ws, fd, norm, &st, err) < 0) {
 		close(fd);
 		return -1;
 	}
