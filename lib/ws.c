@@ -118,15 +118,27 @@ resolve_again:
 	return -1;
 }
 
-int box_ws_read(struct box_ws *ws, const char *path, struct box_buf *out, struct box_err *err)
+/* Same inode, same link count, same change time: nothing linked, renamed or wrote it. */
+static int unchanged(const struct stat *a, const struct stat *b)
 {
-	char norm[PATH_MAX];
+	return a->st_dev == b->st_dev && a->st_ino == b->st_ino && a->st_nlink == b->st_nlink &&
+	       a->st_size == b->st_size && a->st_ctim.tv_sec == b->st_ctim.tv_sec &&
+	       a->st_ctim.tv_nsec == b->st_ctim.tv_nsec;
+}
+
+/*
+ * Appends the regular file norm to out, checked before (check_file) and after the read: a
+ * link count seen while another process renames the file can be a passing value, so the data
+ * is kept only if the file still looks the same afterwards (a rename or link changes its
+ * ctime) and its name still leads to it.
+ */
+static int read_checked(struct box_ws *ws, const char *norm, struct box_buf *out,
+			struct box_err *err)
+{
 	size_t old = out->len;
-	struct stat st;
+	struct stat st, after;
 	int fd, r;
 
-	if (ws_norm(path, norm, err) < 0)
-		return -1;
 	/* O_NONBLOCK: a FIFO must not hang the parent; fstat refuses it right after */
 	fd = ws_open(ws, norm, O_RDONLY | O_NONBLOCK | O_NOCTTY, err);
 	if (fd < 0)
@@ -140,6 +152,9 @@ int box_ws_read(struct box_ws *ws, const char *path, struct box_buf *out, struct
 		r = box_err_set(err, BOX_E_LIMIT, "too large");
 	else
 		r = box_buf_read_fd(out, fd, err);
+	if (r == 0 && (fstat(fd, &after) < 0 || !unchanged(&st, &after) ||
+		       check_file(ws, fd, norm, &after, err) < 0 || !unchanged(&st, &after)))
+		r = box_err_set(err, BOX_E_POLICY, "%s changed while it was read (hard link?)", norm);
 	close(fd);
 	if (r < 0) {
 		box_buf_truncate(out, old);
@@ -149,6 +164,15 @@ int box_ws_read(struct box_ws *ws, const char *path, struct box_buf *out, struct
 		box_err_path(err, norm);
 	}
 	return r;
+}
+
+int box_ws_read(struct box_ws *ws, const char *path, struct box_buf *out, struct box_err *err)
+{
+	char norm[PATH_MAX];
+
+	if (ws_norm(path, norm, err) < 0)
+		return -1;
+	return read_checked(ws, norm, out, err);
 }
 
 static int mkdir_p(struct box_ws *ws, const char *norm, struct box_err *err)
@@ -185,36 +209,32 @@ static int mkdir_p(struct box_ws *ws, const char *norm, struct box_err *err)
 	return 0;
 }
 
-static int append_file(struct box_ws *ws, const char *norm, const void *data, size_t n,
-		       struct box_err *err)
+/*
+ * An append never writes into the existing inode: the old content (read_checked) and the new
+ * bytes go to a new file that replaces the name atomically, so a hard link to a file outside
+ * the workspace, even one swapped in during the call, is never written through.
+ */
+static int append_file(struct box_ws *ws, const char *norm, const char *base, int dfd,
+		       const void *data, size_t n, struct box_err *err)
 {
-	struct stat st;
-	int fd;
+	struct box_buf b = BOX_BUF_INIT(BOX_WS_MAX_APPEND);
+	int r;
 
-	fd = ws_open(ws, norm, O_WRONLY | O_APPEND | O_CREAT | O_NONBLOCK | O_NOCTTY, err);
-	if (fd < 0)
-		return -1;
-	if (check_file(ws, fd, norm, &st, err) < 0) {
-		close(fd);
-		return -1;
-	}
-	if (box_write_all(fd, data, n) < 0) {
-		int e = errno;
-		/* a partial append would be half a record: cut back to what was there */
-		int cut = ftruncate(fd, st.st_size);
-
-		errno = e;
-		box_err_sys(err, "append to %s%s", norm, cut < 0 ? " (not cut back)" : "");
+	r = read_checked(ws, norm, &b, err);
+	if (r < 0 && err->code == BOX_E_NOT_FOUND)
+		r = 0;
+	if (r < 0 && err->code == BOX_E_LIMIT)
+		box_err_limit(err, BOX_E_LIMIT, "append_bytes", BOX_WS_MAX_APPEND, "bytes",
+			      "%s is too large to append to (at most %d bytes)", norm,
+			      BOX_WS_MAX_APPEND);
+	if (r == 0)
+		r = box_buf_append(&b, data, n, err);
+	if (r == 0)
+		r = box_atomic_write(dfd, base, b.data ? b.data : "", b.len, 0644, err);
+	if (r < 0)
 		box_err_path(err, norm);
-		close(fd);
-		return -1;
-	}
-	if (close(fd) < 0) {
-		box_err_sys(err, "close %s", norm);
-		box_err_path(err, norm);
-		return -1;
-	}
-	return 0;
+	box_buf_release(&b);
+	return r;
 }
 
 int box_ws_write(struct box_ws *ws, const char *path, const void *data, size_t n, int append,
@@ -242,17 +262,17 @@ int box_ws_write(struct box_ws *ws, const char *path, const void *data, size_t n
 	base = split(norm, parent);
 	if (mkdir_p(ws, parent, err) < 0)
 		return -1;
+	dfd = ws_open(ws, parent, O_PATH | O_DIRECTORY, err);
+	if (dfd < 0)
+		return -1;
 	if (append) {
-		r = append_file(ws, norm, data, n, err);
+		r = append_file(ws, norm, base, dfd, data, n, err);
 	} else {
-		dfd = ws_open(ws, parent, O_PATH | O_DIRECTORY, err);
-		if (dfd < 0)
-			return -1;
 		r = box_atomic_write(dfd, base, data, n, 0644, err);
-		close(dfd);
 		if (r < 0)
 			box_err_path(err, norm);
 	}
+	close(dfd);
 	if (r == 0)
 		ws->written += (int64_t)n;
 	return r;

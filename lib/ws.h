@@ -21,6 +21,7 @@
 #define BOX_WS_MAX_DEPTH 64
 #define BOX_WS_MAX_REMOVE 100000   /* entries one recursive remove may delete */
 #define BOX_WS_MAX_VISIT 100000    /* entries one walk may look at */
+#define BOX_WS_MAX_APPEND (256 << 20) /* size of a file append may grow */
 
 /* rootfd is owned. quota: total bytes write and append may write in this box_ws's life
  * (negative: no quota); written: bytes written so far. */
@@ -47,9 +48,11 @@ int box_ws_read(struct box_ws *ws, const char *path, struct box_buf *out, struct
 /*
  * Writes n bytes (binary-safe) to path, creating missing parent directories (0755).
  * append == 0: the file is replaced atomically (box_atomic_write, mode 0644); a symlink or
- * hard link at path is replaced, never written through. append != 0: the bytes are added to
- * the end of the file (created 0644 if missing; on a failed write it is cut back to its old
- * size); a hard-linked file is refused.
+ * hard link at path is replaced, never written through. append != 0: the old content and the
+ * bytes go to a new file that replaces path atomically (created 0644 if missing), so no inode
+ * is ever written in place and a symlink at path is replaced as a write replaces it; a
+ * hard-linked file is refused, one larger than BOX_WS_MAX_APPEND is limit_exceeded
+ * ("append_bytes").
  * A write that would take ws->written past ws->quota fails with limit_exceeded ("write_bytes",
  * configured the quota) and writes nothing. The root itself is policy_denied.
  * Returns 0 (ws->written grows by n) or -1.
