@@ -3,6 +3,7 @@
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli.h"
 #include "buf.h"
@@ -24,10 +25,29 @@ static const struct box_cli cli = {
 	.result_schema = box_run_result_schema,
 };
 
+struct printed {
+	int done;
+	int status;
+};
+
 static void on_event(void *ctx, const cJSON *ev)
 {
 	(void)ctx;
 	box_cli_emit(ev);
+}
+
+/*
+ * The result goes out as soon as it is known, and box-run ends there: the VM process is
+ * already killed, and waiting for the kernel to tear it down would only delay the caller
+ * (init reaps it). stdout is flushed by then; _exit skips freeing what the OS frees anyway.
+ */
+static void on_result(void *ctx, const cJSON *res)
+{
+	struct printed *p = ctx;
+
+	p->status = box_cli_print_result(&cli, res);
+	p->done = 1;
+	_exit(p->status);
 }
 
 /* SCRIPT and ARG... from the command line into the request */
@@ -60,7 +80,8 @@ static int positional(cJSON *req, int argc, char **argv, int i, struct box_err *
 
 int main(int argc, char **argv)
 {
-	struct box_run_hooks hooks = { on_event, NULL };
+	struct printed printed = { 0, 0 };
+	struct box_run_hooks hooks = { on_event, on_result, &printed };
 	enum box_cli_next next;
 	struct box_err err;
 	cJSON *req, *res;
@@ -77,10 +98,12 @@ int main(int argc, char **argv)
 		return box_cli_fail(&cli, &err);
 	}
 	res = box_run(req, &hooks, &err);
-	if (res && box_json_get_bool(req, "events", 0))
-		cJSON_AddStringToObject(res, "event", "result");
 	cJSON_Delete(req);
 	if (!res)
 		return box_cli_fail(&cli, &err);
+	if (printed.done) {
+		cJSON_Delete(res);
+		return printed.status;
+	}
 	return box_cli_finish(&cli, res);
 }

@@ -376,7 +376,7 @@ int box_cli_fail(const struct box_cli *cli, const struct box_err *err)
 	return box_err_exit_status(err->code);
 }
 
-int box_cli_finish(const struct box_cli *cli, cJSON *result)
+int box_cli_print_result(const struct box_cli *cli, const cJSON *result)
 {
 	const cJSON *e = cJSON_GetObjectItemCaseSensitive(result, "error");
 	struct box_err err;
@@ -388,6 +388,13 @@ int box_cli_finish(const struct box_cli *cli, cJSON *result)
 	}
 	if (box_cli_emit(result) < 0 && errno != EPIPE && status == 0)
 		status = 8;
+	return status;
+}
+
+int box_cli_finish(const struct box_cli *cli, cJSON *result)
+{
+	int status = box_cli_print_result(cli, result);
+
 	cJSON_Delete(result);
 	return status;
 }

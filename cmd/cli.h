@@ -42,6 +42,10 @@ int box_cli_emit(const cJSON *obj);
 int box_cli_fail(const struct box_cli *cli, const struct box_err *err);
 
 /* Prints a result object whose "error" member (if any) decides the exit status, and the
+ * stderr line for it; returns that status. The result is borrowed. */
+int box_cli_print_result(const struct box_cli *cli, const cJSON *result);
+
+/* Prints a result object whose "error" member (if any) decides the exit status, and the
  * stderr line for it. Takes ownership of result. */
 int box_cli_finish(const struct box_cli *cli, cJSON *result);
 

@@ -87,6 +87,7 @@ struct run {
 	struct box_buf result;
 	int got_final;
 	int timed_out;
+	int64_t child_cpu_ms;    /* the VM's CPU time as it reported it, -1 if not */
 };
 
 /* ------------------------------------------------------------------ the VM child */
@@ -549,7 +550,7 @@ static int64_t cpu_of(const struct rusage *ru)
 static void add_stats(struct run *r, cJSON *res, const struct rusage *ru, int64_t wall)
 {
 	cJSON *s = cJSON_AddObjectToObject(res, "stats");
-	int64_t cpu = cpu_of(ru);
+	int64_t cpu = ru ? cpu_of(ru) : r->child_cpu_ms;
 
 	if (!s)
 		return;
@@ -626,13 +627,16 @@ static cJSON *build_result(struct run *r, int status, const struct rusage *ru, i
 		}
 		if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(meta, "lossy")))
 			lossy = 1;
+		r->child_cpu_ms = box_json_get_int(meta, "cpu_ms", -1);
+		if (r->child_cpu_ms < 0 || r->child_cpu_ms > 86400000LL * 2)
+			r->child_cpu_ms = 0;
 		cJSON_Delete(meta);
 	} else if (WIFSIGNALED(status) && WTERMSIG(status) == SIGSYS) {
 		failed = 1;
 		box_err_set(&e, BOX_E_POLICY,
 			    "the VM process made a forbidden system call and was killed");
 	} else if (WIFSIGNALED(status) && (WTERMSIG(status) == SIGXCPU ||
-		   (WTERMSIG(status) == SIGKILL && cpu_of(ru) >= r->cpu_ms))) {
+		   (WTERMSIG(status) == SIGKILL && ru && cpu_of(ru) >= r->cpu_ms))) {
 		/* the RLIMIT_CPU backstop: SIGXCPU at the soft limit, SIGKILL at the hard one */
 		failed = 1;
 		box_err_limit(&e, BOX_E_LIMIT, "cpu", r->cpu_ms, "ms",
@@ -657,6 +661,8 @@ static cJSON *build_result(struct run *r, int status, const struct rusage *ru, i
 	if (failed)
 		cJSON_AddItemToObject(res, "error", box_err_to_json(&e));
 	add_stats(r, res, ru, wall);
+	if (r->events)
+		cJSON_AddStringToObject(res, "event", "result");
 	box_buf_release(&out);
 	return res;
 }
@@ -786,11 +792,18 @@ cJSON *box_run(const cJSON *req, const struct box_run_hooks *hooks, struct box_e
 	}
 	/* done, timed out or dead: in every case nothing of the child may outlive the run */
 	kill(r.pid, SIGKILL);
+	if (r.got_final && !r.timed_out) {
+		/* the answer is complete: hand it over first, then wait for the teardown */
+		res = build_result(&r, 0, NULL, box_now_ms() - r.start, err);
+		if (res && hooks && hooks->on_result)
+			hooks->on_result(hooks->ctx, res);
+	}
 	while (wait4(r.pid, &status, 0, &ru) < 0 && errno == EINTR)
 		;
 	close(r.sock);
 	http_stop(&r);
-	res = build_result(&r, status, &ru, box_now_ms() - r.start, err);
+	if (!res)
+		res = build_result(&r, status, &ru, box_now_ms() - r.start, err);
 out_shm:
 	munmap(r.shm, r.shm_size);
 out_ws:
