@@ -91,17 +91,6 @@ static int blank(const struct box_buf *b)
 	return 1;
 }
 
-static cJSON *error_object(const struct box_err *err)
-{
-	cJSON *r = cJSON_CreateObject(), *e = box_err_to_json(err);
-
-	if (r && e && cJSON_AddFalseToObject(r, "ok") && cJSON_AddItemToObject(r, "error", e))
-		return r;
-	cJSON_Delete(e);
-	cJSON_Delete(r);
-	return NULL;
-}
-
 /* Writes one result line; exits quietly when the reader went away (EPIPE). */
 static void emit(cJSON *obj)
 {
@@ -130,7 +119,7 @@ static void emit(cJSON *obj)
 static int fail_usage(struct box_err *err)
 {
 	fprintf(stderr, "box-http: %s: %s\n", box_err_code_name(err->code), err->message);
-	emit(error_object(err));
+	emit(box_err_result(err));
 	return box_err_exit_status(err->code);
 }
 
@@ -215,7 +204,7 @@ int main(int argc, char **argv)
 		if (r == 2) {
 			box_err_limit(&err, BOX_E_LIMIT, "request_line_bytes", LINE_MAX_BYTES, "bytes",
 				      "request line longer than %d bytes", LINE_MAX_BYTES);
-			emit(error_object(&err));
+			emit(box_err_result(&err));
 			continue;
 		}
 		if (blank(&line))

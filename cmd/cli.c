@@ -364,12 +364,8 @@ static void stderr_line(const struct box_cli *cli, const struct box_err *err)
 
 int box_cli_fail(const struct box_cli *cli, const struct box_err *err)
 {
-	cJSON *o = cJSON_CreateObject();
+	cJSON *o = box_err_result(err);
 
-	if (o) {
-		cJSON_AddBoolToObject(o, "ok", 0);
-		cJSON_AddItemToObject(o, "error", box_err_to_json(err));
-	}
 	stderr_line(cli, err);
 	box_cli_emit(o);
 	cJSON_Delete(o);

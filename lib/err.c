@@ -147,6 +147,17 @@ cJSON *box_err_to_json(const struct box_err *err)
 	return o;
 }
 
+cJSON *box_err_result(const struct box_err *err)
+{
+	cJSON *r = cJSON_CreateObject(), *e = box_err_to_json(err);
+
+	if (r && e && cJSON_AddFalseToObject(r, "ok") && cJSON_AddItemToObject(r, "error", e))
+		return r;
+	cJSON_Delete(e);
+	cJSON_Delete(r);
+	return NULL;
+}
+
 static void copy_str(char *dst, size_t size, const cJSON *obj, const char *key)
 {
 	const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);

@@ -75,6 +75,9 @@ int box_err_exit_status(enum box_code code);
 /* The error object {"code", "message", ...} with only the fields that apply; NULL on OOM. */
 cJSON *box_err_to_json(const struct box_err *err);
 
+/* The failure result {"ok": false, "error": {...}} every binary prints; NULL on OOM. */
+cJSON *box_err_result(const struct box_err *err);
+
 /* Fills *err from an error object made by box_err_to_json (hostile input: every field is
  * checked and bounded). Returns 0, or -1 when obj is not such an object. */
 int box_err_from_json(struct box_err *err, const cJSON *obj);

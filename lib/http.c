@@ -792,17 +792,6 @@ static void free_headers(char **v, size_t n)
 	free(v);
 }
 
-static cJSON *error_result(const struct box_err *err)
-{
-	cJSON *r = cJSON_CreateObject(), *e = box_err_to_json(err);
-
-	if (r && e && cJSON_AddFalseToObject(r, "ok") && cJSON_AddItemToObject(r, "error", e))
-		return r;
-	cJSON_Delete(e);
-	cJSON_Delete(r);
-	return NULL;
-}
-
 static cJSON *ok_result(struct box_http_resp *resp, struct box_err *err)
 {
 	struct box_buf b64;
@@ -885,7 +874,7 @@ cJSON *box_http_serve_json(const struct box_policy *p, const char *line, size_t 
 		goto fail;
 	goto done;
 fail:
-	out = error_result(&err);
+	out = box_err_result(&err);
 done:
 	cJSON_Delete(in);
 	free_headers(headers, n_headers);

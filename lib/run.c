@@ -319,9 +319,9 @@ static int answer(struct run *r, uint8_t op, const struct box_ipc_field *f, int 
 	return box_ipc_send(r->sock, op, f, n, r->deadline, err);
 }
 
-static int answer_err(struct run *r, const struct box_err *e, struct box_err *err)
+/* Sends one JSON field with op; takes ownership of o (NULL: out of memory). */
+static int answer_json(struct run *r, uint8_t op, cJSON *o, struct box_err *err)
 {
-	cJSON *o = box_err_to_json(e);
 	char *s = o ? cJSON_PrintUnformatted(o) : NULL;
 	struct box_ipc_field f;
 	int rc;
@@ -331,25 +331,14 @@ static int answer_err(struct run *r, const struct box_err *e, struct box_err *er
 		return box_err_set(err, BOX_E_INTERNAL, "out of memory");
 	f.p = s;
 	f.n = strlen(s);
-	rc = answer(r, BOX_OP_ERR, &f, 1, err);
+	rc = answer(r, op, &f, 1, err);
 	cJSON_free(s);
 	return rc;
 }
 
-static int answer_json(struct run *r, cJSON *o, struct box_err *err)
+static int answer_err(struct run *r, const struct box_err *e, struct box_err *err)
 {
-	char *s = cJSON_PrintUnformatted(o);
-	struct box_ipc_field f;
-	int rc;
-
-	cJSON_Delete(o);
-	if (!s)
-		return box_err_set(err, BOX_E_INTERNAL, "out of memory");
-	f.p = s;
-	f.n = strlen(s);
-	rc = answer(r, BOX_OP_OK, &f, 1, err);
-	cJSON_free(s);
-	return rc;
+	return answer_json(r, BOX_OP_ERR, box_err_to_json(e), err);
 }
 
 /* guest paths arrive as bytes; the ws layer wants a C string without NUL */
@@ -428,17 +417,17 @@ static int host_call(struct run *r, uint8_t op, const struct box_buf *payload, s
 			return answer(r, BOX_OP_OK, NULL, 0, err);
 		if (!o)
 			return answer_err(r, &e, err);
-		return answer_json(r, o, err);
+		return answer_json(r, BOX_OP_OK, o, err);
 	}
 	case BOX_OP_FS_LIST: {
 		cJSON *o = box_ws_list(&r->ws, path, 100000, &e);
 
-		return o ? answer_json(r, o, err) : answer_err(r, &e, err);
+		return o ? answer_json(r, BOX_OP_OK, o, err) : answer_err(r, &e, err);
 	}
 	case BOX_OP_FS_WALK: {
 		cJSON *o = box_ws_walk(&r->ws, path, 10000, &e);
 
-		return o ? answer_json(r, o, err) : answer_err(r, &e, err);
+		return o ? answer_json(r, BOX_OP_OK, o, err) : answer_err(r, &e, err);
 	}
 	case BOX_OP_FS_REMOVE:
 		rc = box_ws_remove(&r->ws, path, n > 1 && f[1].n == 1 && *(const char *)f[1].p == '1',
