@@ -4,6 +4,7 @@
 #include <string.h>
 #include <sys/file.h>
 #include <sys/random.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -51,8 +52,8 @@ static int fsync_dir(int dirfd, struct box_err *err)
 	return r < 0 ? -1 : 0;
 }
 
-int box_atomic_write(int dirfd, const char *name, const void *data, size_t len, mode_t mode,
-		     struct box_err *err)
+static int replace(int dirfd, const char *name, const void *data, size_t len, mode_t mode,
+		   int sync, struct box_err *err)
 {
 	char tmp[64];
 	int fd;
@@ -68,7 +69,7 @@ int box_atomic_write(int dirfd, const char *name, const void *data, size_t len, 
 		box_err_sys(err, "write %s", tmp);
 		goto fail;
 	}
-	if (fsync(fd) < 0) {
+	if (sync && fsync(fd) < 0) {
 		box_err_sys(err, "fsync %s", tmp);
 		goto fail;
 	}
@@ -82,13 +83,25 @@ int box_atomic_write(int dirfd, const char *name, const void *data, size_t len, 
 		box_err_sys(err, "rename %s to %s", tmp, name);
 		goto fail;
 	}
-	return fsync_dir(dirfd, err);
+	return sync ? fsync_dir(dirfd, err) : 0;
 fail:
 	if (fd >= 0)
 		close(fd);
 	unlinkat(dirfd, tmp, 0);
 	box_err_path(err, name);
 	return -1;
+}
+
+int box_atomic_write(int dirfd, const char *name, const void *data, size_t len, mode_t mode,
+		     struct box_err *err)
+{
+	return replace(dirfd, name, data, len, mode, 1, err);
+}
+
+int box_atomic_replace(int dirfd, const char *name, const void *data, size_t len, mode_t mode,
+		       struct box_err *err)
+{
+	return replace(dirfd, name, data, len, mode, 0, err);
 }
 
 static int64_t now_ms(void)
@@ -151,4 +164,26 @@ int box_lock_open(int dirfd, const char *path, int exclusive, int timeout_ms,
 		return -1;
 	}
 	return fd;
+}
+
+int box_mkdirs(const char *path, struct box_err *err)
+{
+	char p[4096];
+	size_t n = strlen(path);
+
+	if (n == 0 || n >= sizeof(p))
+		return box_err_set(err, BOX_E_INVALID, "bad directory path");
+	memcpy(p, path, n + 1);
+	for (size_t i = 1; i <= n; i++) {
+		if (p[i] != '/' && p[i] != 0)
+			continue;
+		p[i] = 0;
+		if (mkdir(p, 0755) < 0 && errno != EEXIST) {
+			box_err_sys(err, "create %s", p);
+			box_err_path(err, p);
+			return -1;
+		}
+		p[i] = i < n ? '/' : 0;
+	}
+	return 0;
 }

@@ -20,6 +20,12 @@
 int box_atomic_write(int dirfd, const char *name, const void *data, size_t len, mode_t mode,
 		     struct box_err *err);
 
+/* box_atomic_write without the fsyncs: readers still see the old file or the new one, never a
+ * mix, but a crash may lose the new content. For scratch files that a run rewrites often (a
+ * script's workspace), where an fsync per write would cost more than the write. */
+int box_atomic_replace(int dirfd, const char *name, const void *data, size_t len, mode_t mode,
+		       struct box_err *err);
+
 /*
  * Takes an flock on fd (exclusive or shared), retrying LOCK_NB with short sleeps for up to
  * timeout_ms milliseconds (0: one try; negative: wait without limit).
@@ -34,5 +40,10 @@ int box_lock_fd(int fd, int exclusive, int timeout_ms, struct box_err *err);
  */
 int box_lock_open(int dirfd, const char *path, int exclusive, int timeout_ms,
 		  struct box_err *err);
+
+/* mkdir -p: creates path and its missing parents (0755); existing directories are fine.
+ * Returns 0, or -1 with io_error naming the component that failed (invalid_request for an
+ * empty path or one of 4096 bytes or more). */
+int box_mkdirs(const char *path, struct box_err *err);
 
 #endif

@@ -368,8 +368,12 @@ static int host_call(struct run *r, uint8_t op, const struct box_buf *payload, s
 			box_err_set(&e, BOX_E_POLICY, "http is not enabled");
 			return answer_err(r, &e, err);
 		}
-		if (http_call(r, f[0].p, f[0].n, &e) < 0)
+		if (http_call(r, f[0].p, f[0].n, &e) < 0) {
+			/* the run's own deadline passed during the call: the run timed out */
+			if (e.code == BOX_E_TIMEOUT && box_now_ms() >= r->deadline)
+				return box_err_set(err, BOX_E_TIMEOUT, "deadline passed in http");
 			return answer_err(r, &e, err);
+		}
 		res.p = r->hline.data;
 		res.n = r->hline.len;
 		return answer(r, BOX_OP_OK, &res, 1, err);

@@ -230,7 +230,7 @@ static int append_file(struct box_ws *ws, const char *norm, const char *base, in
 	if (r == 0)
 		r = box_buf_append(&b, data, n, err);
 	if (r == 0)
-		r = box_atomic_write(dfd, base, b.data ? b.data : "", b.len, 0644, err);
+		r = box_atomic_replace(dfd, base, b.data ? b.data : "", b.len, 0644, err);
 	if (r < 0)
 		box_err_path(err, norm);
 	box_buf_release(&b);
@@ -268,7 +268,7 @@ int box_ws_write(struct box_ws *ws, const char *path, const void *data, size_t n
 	if (append) {
 		r = append_file(ws, norm, base, dfd, data, n, err);
 	} else {
-		r = box_atomic_write(dfd, base, data, n, 0644, err);
+		r = box_atomic_replace(dfd, base, data, n, 0644, err);
 		if (r < 0)
 			box_err_path(err, norm);
 	}

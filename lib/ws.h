@@ -47,7 +47,7 @@ int box_ws_read(struct box_ws *ws, const char *path, struct box_buf *out, struct
 
 /*
  * Writes n bytes (binary-safe) to path, creating missing parent directories (0755).
- * append == 0: the file is replaced atomically (box_atomic_write, mode 0644); a symlink or
+ * append == 0: the file is replaced atomically (box_atomic_replace: no fsync, mode 0644); a symlink or
  * hard link at path is replaced, never written through. append != 0: the old content and the
  * bytes go to a new file that replaces path atomically (created 0644 if missing), so no inode
  * is ever written in place and a symlink at path is replaced as a write replaces it; a

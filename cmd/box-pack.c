@@ -1,0 +1,48 @@
+/* box-pack: pack a directory into a content-addressed artifact and put it in a registry. */
+#include <signal.h>
+#include <stdio.h>
+
+#include "cli.h"
+#include "pack.h"
+#include "banned.h"
+
+extern const char box_pack_request_schema[], box_pack_result_schema[];
+
+static const struct box_cli cli = {
+	.name = "box-pack",
+	.synopsis = "[OPTIONS] DIR\n"
+		    "--json [OPTIONS] < REQUEST.json",
+	.description = "Pack DIR (with its box-artifact.json) into a reproducible tar.gz and store it "
+		       "in a registry as an OCI artifact tagged NAME:VERSION; print its digest.",
+	.fields = box_pack_fields,
+	.request_schema = box_pack_request_schema,
+	.result_schema = box_pack_result_schema,
+};
+
+int main(int argc, char **argv)
+{
+	enum box_cli_next next;
+	struct box_err err;
+	cJSON *req, *res;
+	int rest, status;
+
+	signal(SIGPIPE, SIG_IGN);
+	box_err_init(&err);
+	if (box_cli_parse(&cli, argc, argv, &req, &rest, &next, &status, &err) < 0)
+		return box_cli_fail(&cli, &err);
+	if (next == BOX_CLI_DONE)
+		return status;
+	if (rest < argc) {
+		if (rest + 1 < argc || cJSON_GetObjectItemCaseSensitive(req, "dir")) {
+			cJSON_Delete(req);
+			box_err_set(&err, BOX_E_USAGE, "one DIR only");
+			return box_cli_fail(&cli, &err);
+		}
+		cJSON_AddStringToObject(req, "dir", argv[rest]);
+	}
+	res = box_pack(req, &err);
+	cJSON_Delete(req);
+	if (!res)
+		return box_cli_fail(&cli, &err);
+	return box_cli_finish(&cli, res);
+}

@@ -1,0 +1,46 @@
+/* box-pull: fetch artifacts, verify them, extract them safely into the store, pin them. */
+#include <signal.h>
+#include <stdio.h>
+
+#include "cli.h"
+#include "pull.h"
+#include "banned.h"
+
+extern const char box_pull_request_schema[], box_pull_result_schema[];
+
+static const struct box_cli cli = {
+	.name = "box-pull",
+	.synopsis = "[OPTIONS] NAME[@VERSION|@sha256:HEX]...\n"
+		    "--json [OPTIONS] < REQUEST.json",
+	.description = "Fetch artifacts from a registry, verify their digests, extract them safely "
+		       "into the content-addressed store and pin them in box.lock.",
+	.fields = box_pull_fields,
+	.request_schema = box_pull_request_schema,
+	.result_schema = box_pull_result_schema,
+};
+
+int main(int argc, char **argv)
+{
+	enum box_cli_next next;
+	struct box_err err;
+	cJSON *req, *res;
+	int rest, status;
+
+	signal(SIGPIPE, SIG_IGN);
+	box_err_init(&err);
+	if (box_cli_parse(&cli, argc, argv, &req, &rest, &next, &status, &err) < 0)
+		return box_cli_fail(&cli, &err);
+	if (next == BOX_CLI_DONE)
+		return status;
+	if (rest < argc) {
+		cJSON_DeleteItemFromObjectCaseSensitive(req, "artifacts");
+		cJSON_AddItemToObject(req, "artifacts",
+				      cJSON_CreateStringArray((const char *const *)argv + rest,
+							      argc - rest));
+	}
+	res = box_pull(req, &err);
+	cJSON_Delete(req);
+	if (!res)
+		return box_cli_fail(&cli, &err);
+	return box_cli_finish(&cli, res);
+}

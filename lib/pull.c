@@ -1,0 +1,455 @@
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "pull.h"
+#include "artifact.h"
+#include "atomic.h"
+#include "boxarchive.h"
+#include "buf.h"
+#include "lockfile.h"
+#include "oci.h"
+#include "semver.h"
+#include "sha256.h"
+#include "store.h"
+#include "banned.h"
+
+#define MAX_ARTIFACTS 256
+#define MAX_LAYER (INT64_C(1) << 32)
+
+const struct box_field box_pull_fields[] = {
+	{ "artifacts", BOX_F_STRINGS, 0, MAX_ARTIFACTS, 0,
+	  "NAME, NAME@VERSION or NAME@sha256:HEX to pull (or the arguments)", "SPEC" },
+	{ "registry", BOX_F_STRING, 0, 4096, 'r',
+	  "registry: oci:PATH (default $BOX_REGISTRY, else oci:$BOX_HOME/registry)", "REF" },
+	{ "lock", BOX_F_STRING, 0, 4096, 'l', "the lockfile to pin into (default ./box.lock)", "FILE" },
+	{ "frozen", BOX_F_BOOL, 0, 0, 0,
+	  "pull only what the lockfile pins; fail if it would have to change", NULL },
+	{ NULL },
+};
+
+/* One artifact of the request, from its spec to its staged tree. */
+struct item {
+	char name[BOX_OCI_NAME_MAX + 1];
+	char ref[BOX_OCI_DIGEST_LEN + BOX_OCI_TAG_MAX];  /* tag or digest asked for, "" for none */
+	char digest[BOX_OCI_DIGEST_LEN];                  /* manifest digest */
+	char tree[BOX_ARCHIVE_DIGEST_LEN + 1];
+	struct box_artifact art;
+	int64_t bytes;                                    /* layer bytes downloaded */
+	int cached;
+	char tmpname[64];                                 /* staged tree under store/tmp */
+	int tmpfd;                                        /* holds the staging dir's flock */
+};
+
+struct pull {
+	const char *source;
+	struct box_oci oci;
+	struct box_store store;
+	struct box_lock snapshot;  /* the lockfile as read before any work */
+	struct item *items;
+	size_t n;
+	int frozen;
+};
+
+static int parse_spec(const char *spec, struct item *it, struct box_err *err)
+{
+	const char *at = strchr(spec, '@');
+	size_t n = at ? (size_t)(at - spec) : strlen(spec);
+
+	if (n == 0 || n > BOX_OCI_NAME_MAX)
+		return box_err_set(err, BOX_E_INVALID, "bad artifact spec '%.300s'", spec);
+	memcpy(it->name, spec, n);
+	it->name[n] = 0;
+	if (box_oci_name_check(it->name, err) < 0)
+		return -1;
+	if (!at)
+		return 0;
+	if (strncmp(at + 1, "sha256:", 7) == 0 ? box_oci_digest_check(at + 1, err) < 0 :
+	    box_oci_tag_check(at + 1, err) < 0)
+		return -1;
+	snprintf(it->ref, sizeof(it->ref), "%s", at + 1);
+	return 0;
+}
+
+/* The highest version tag of name when the spec gives none and nothing pins it. */
+static int latest(struct pull *p, struct item *it, struct box_err *err)
+{
+	cJSON *tags = box_oci_tags(&p->oci, it->name, err), *t;
+	const char **v = NULL;
+	struct box_range r;
+	size_t n = 0, best;
+	int rc = -1;
+
+	if (!tags)
+		return -1;
+	v = calloc((size_t)cJSON_GetArraySize(tags) + 1, sizeof(*v));
+	if (!v) {
+		cJSON_Delete(tags);
+		return box_err_set(err, BOX_E_INTERNAL, "out of memory");
+	}
+	cJSON_ArrayForEach(t, tags)
+		if (cJSON_IsString(t))
+			v[n++] = t->valuestring;
+	if (box_range_parse("*", &r, err) == 0 && box_range_best(&r, v, n, &best, err) == 0) {
+		snprintf(it->ref, sizeof(it->ref), "%s", v[best]);
+		rc = 0;
+	} else if (err->code == BOX_E_NOT_FOUND) {
+		box_err_set(err, BOX_E_NOT_FOUND, "no version of %s in %s", it->name, p->source);
+	}
+	free(v);
+	cJSON_Delete(tags);
+	return rc;
+}
+
+/* Copies the layer blob to an unnamed file in the store while hashing it, and checks digest
+ * and size before anything is extracted. Returns the fd of the copy. */
+static int fetch_layer(struct pull *p, const struct box_oci_artifact *a, struct box_err *err)
+{
+	struct box_sha256 h;
+	unsigned char md[BOX_SHA256_LEN];
+	char hex[BOX_SHA256_HEX_LEN + 1];
+	int64_t size, total = 0;
+	int in, out;
+	char *buf;
+
+	in = box_oci_open_blob(&p->oci, a->layer_digest, &size, err);
+	if (in < 0)
+		return -1;
+	out = openat(p->store.tmpfd, ".", O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+	buf = malloc(1 << 18);
+	if (out < 0 || !buf || box_sha256_init(&h, err) < 0) {
+		if (out < 0)
+			box_err_sys(err, "temporary file in the store");
+		else if (!buf)
+			box_err_set(err, BOX_E_INTERNAL, "out of memory");
+		goto fail;
+	}
+	for (;;) {
+		ssize_t r = read(in, buf, 1 << 18);
+
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0) {
+			box_err_sys(err, "read blob %s", a->layer_digest);
+			goto fail_hash;
+		}
+		if (r == 0)
+			break;
+		total += r;
+		if (total > a->layer_size || total > MAX_LAYER) {
+			box_err_set(err, BOX_E_INTEGRITY, "blob %s is larger than its manifest says",
+				    a->layer_digest);
+			goto fail_hash;
+		}
+		if (box_sha256_update(&h, buf, (size_t)r, err) < 0)
+			goto fail_hash;
+		if (box_write_all(out, buf, (size_t)r) < 0) {
+			box_err_sys(err, "write the blob copy");
+			goto fail_hash;
+		}
+	}
+	if (box_sha256_final(&h, md, err) < 0)
+		goto fail_hash;
+	box_sha256_release(&h);
+	box_sha256_hex(md, hex);
+	if (total != a->layer_size || strcmp(hex, a->layer_digest + 7) != 0) {
+		box_err_set(err, BOX_E_INTEGRITY, "blob %s does not match its digest or size "
+			    "(got sha256:%s, %lld bytes)", a->layer_digest, hex, (long long)total);
+		goto fail;
+	}
+	free(buf);
+	close(in);
+	if (lseek(out, 0, SEEK_SET) < 0) {
+		close(out);
+		return box_err_sys(err, "lseek");
+	}
+	return out;
+fail_hash:
+	box_sha256_release(&h);
+fail:
+	free(buf);
+	close(in);
+	if (out >= 0)
+		close(out);
+	return -1;
+}
+
+static int read_config(struct pull *p, const struct box_oci_artifact *a, struct item *it,
+		       struct box_err *err)
+{
+	struct box_buf b = BOX_BUF_INIT(BOX_ARTIFACT_MAX);
+	char hex[BOX_SHA256_HEX_LEN + 1];
+	int64_t size;
+	int fd, r;
+
+	if (a->config_size > BOX_ARTIFACT_MAX)
+		return box_err_set(err, BOX_E_INTEGRITY, "config of %s is too large", it->name);
+	fd = box_oci_open_blob(&p->oci, a->config_digest, &size, err);
+	if (fd < 0)
+		return -1;
+	r = box_buf_read_fd(&b, fd, err);
+	close(fd);
+	if (r == 0 && (box_sha256_buf(b.data ? b.data : "", b.len, hex, err) < 0 ||
+		       (int64_t)b.len != a->config_size || strcmp(hex, a->config_digest + 7) != 0))
+		r = box_err_set(err, BOX_E_INTEGRITY, "config blob %s does not match its digest",
+				a->config_digest);
+	if (r == 0)
+		r = box_artifact_parse(b.data ? b.data : "", b.len, &it->art, err);
+	box_buf_release(&b);
+	if (r < 0)
+		return -1;
+	if (strcmp(it->art.name, it->name) != 0)
+		return box_err_set(err, BOX_E_INTEGRITY, "%s resolves to an artifact named %s",
+				   it->name, it->art.name);
+	if (it->ref[0] && strncmp(it->ref, "sha256:", 7) != 0 && strcmp(it->ref, it->art.version))
+		return box_err_set(err, BOX_E_INTEGRITY, "%s:%s resolves to version %s", it->name,
+				   it->ref, it->art.version);
+	return 0;
+}
+
+/* The tree digest of a store entry is noted beside it (sha256/<hex>.tree) when it is made, so
+ * that a later pull of the same digest can pin it without trusting the tree as it is now. */
+static int read_tree_note(struct pull *p, struct item *it, struct box_err *err)
+{
+	struct box_buf b = BOX_BUF_INIT(BOX_ARCHIVE_DIGEST_LEN);
+	char name[80];
+	int r;
+
+	snprintf(name, sizeof(name), "%.64s.tree", it->digest + 7);
+	r = box_buf_read_file(&b, p->store.shafd, name, err);
+	if (r == 0 && b.len == BOX_ARCHIVE_DIGEST_LEN && strncmp(b.data, "sha256:", 7) == 0)
+		memcpy(it->tree, b.data, b.len + 1);
+	else
+		it->tree[0] = 0;  /* no note (an older store): the pin records none */
+	box_buf_release(&b);
+	return 0;
+}
+
+static int write_tree_note(struct pull *p, const struct item *it, struct box_err *err)
+{
+	char name[80];
+
+	snprintf(name, sizeof(name), "%.64s.tree", it->digest + 7);
+	return box_atomic_write(p->store.shafd, name, it->tree, strlen(it->tree), 0644, err);
+}
+
+/* Resolves, checks against the lockfile as it was read, and stages one artifact. */
+static int prepare(struct pull *p, struct item *it, struct box_err *err)
+{
+	const struct box_lock_entry *pin = box_lock_find(&p->snapshot, it->name);
+	struct box_buf man = BOX_BUF_INIT(BOX_OCI_MANIFEST_MAX);
+	struct box_archive_limits lim;
+	struct box_oci_artifact a;
+	int fd, r, dirfd;
+
+	if (p->frozen && !pin)
+		return box_err_set(err, BOX_E_CONFLICT, "%s is not pinned in the lockfile (--frozen)",
+				   it->name);
+	if (!it->ref[0] && pin)
+		snprintf(it->ref, sizeof(it->ref), "%s", pin->digest);
+	if (!it->ref[0] && latest(p, it, err) < 0)
+		return -1;
+	r = box_oci_resolve(&p->oci, it->name, it->ref, it->digest, &man, err);
+	if (r == 0)
+		r = box_oci_artifact_parse(man.data, man.len, &a, err);
+	box_buf_release(&man);
+	if (r < 0 || read_config(p, &a, it, err) < 0)
+		return -1;
+	if (pin && (strcmp(pin->digest, it->digest) || strcmp(pin->version, it->art.version)))
+		return box_err_set(err, BOX_E_CONFLICT, "%s is pinned to %s (%s), not %s (%s)",
+				   it->name, pin->version, pin->digest, it->art.version, it->digest);
+	r = box_store_has(&p->store, it->digest, err);
+	if (r < 0)
+		return -1;
+	if (r == 1) {
+		it->cached = 1;
+		return read_tree_note(p, it, err);
+	}
+	if (a.layer_size > MAX_LAYER)
+		return box_err_set(err, BOX_E_LIMIT, "layer of %s is too large", it->name);
+	fd = fetch_layer(p, &a, err);
+	if (fd < 0)
+		return -1;
+	it->bytes = a.layer_size;
+	if (box_store_tmpdir(&p->store, it->tmpname, &it->tmpfd, err) < 0) {
+		close(fd);
+		return -1;
+	}
+	box_archive_default_limits(a.layer_size, &lim);
+	dirfd = it->tmpfd;
+	r = box_archive_extract(fd, dirfd, &lim, NULL, err);
+	close(fd);
+	if (r == 0)
+		r = box_archive_tree_digest(dirfd, it->tree, err);
+	return r;
+}
+
+static int pin_all(struct box_lock *lk, void *ctx, struct box_err *err)
+{
+	struct pull *p = ctx;
+	int changed = 0;
+	size_t i;
+
+	for (i = 0; i < p->n; i++) {
+		struct item *it = &p->items[i];
+		struct box_lock_entry e;
+		const struct box_lock_entry *old = box_lock_find(lk, it->name);
+		int r;
+
+		memset(&e, 0, sizeof(e));
+		snprintf(e.name, sizeof(e.name), "%s", it->name);
+		snprintf(e.version, sizeof(e.version), "%s", it->art.version);
+		snprintf(e.digest, sizeof(e.digest), "%s", it->digest);
+		snprintf(e.kind, sizeof(e.kind), "%s", it->art.kind);
+		snprintf(e.source, sizeof(e.source), "%s", p->source);
+		/* a cached entry keeps the tree digest it was recorded with */
+		snprintf(e.tree_digest, sizeof(e.tree_digest), "%s", it->tree);
+		if (it->cached && old && strcmp(old->digest, it->digest) == 0)
+			snprintf(e.source, sizeof(e.source), "%s", old->source);
+		r = box_lock_put(lk, &e, 0, err);
+		if (r < 0)
+			return -1;
+		changed |= r;
+	}
+	if (changed && p->frozen)
+		return box_err_set(err, BOX_E_CONFLICT, "box.lock would change (--frozen)");
+	/* the store entries become visible only now, under the lockfile's lock and after every
+	 * conflict check: a refused pull leaves the store as it was */
+	for (i = 0; i < p->n; i++) {
+		struct item *it = &p->items[i];
+
+		if (it->tmpname[0] && (write_tree_note(p, it, err) < 0 ||
+				       box_store_commit(&p->store, it->tmpname, it->digest, err) < 0))
+			return -1;
+		if (it->tmpname[0]) {
+			close(it->tmpfd);
+			it->tmpfd = -1;
+			it->tmpname[0] = 0;
+		}
+	}
+	return 0;
+}
+
+static cJSON *result(struct pull *p, const char *lock, int changed)
+{
+	cJSON *res = cJSON_CreateObject(), *arr, *o;
+	char path[4200];
+	struct box_err e;
+	size_t i;
+
+	if (!res)
+		return NULL;
+	cJSON_AddTrueToObject(res, "ok");
+	arr = cJSON_AddArrayToObject(res, "artifacts");
+	for (i = 0; i < p->n; i++) {
+		struct item *it = &p->items[i];
+
+		o = cJSON_CreateObject();
+		cJSON_AddStringToObject(o, "name", it->name);
+		cJSON_AddStringToObject(o, "version", it->art.version);
+		cJSON_AddStringToObject(o, "digest", it->digest);
+		cJSON_AddStringToObject(o, "kind", it->art.kind);
+		if (box_store_path(&p->store, it->digest, path, sizeof(path), &e) == 0)
+			cJSON_AddStringToObject(o, "path", path);
+		box_json_add_int64(o, "bytes", it->bytes);
+		cJSON_AddBoolToObject(o, "cached", it->cached);
+		cJSON_AddItemToArray(arr, o);
+	}
+	o = cJSON_AddObjectToObject(res, "lock");
+	cJSON_AddStringToObject(o, "path", lock);
+	cJSON_AddBoolToObject(o, "changed", changed);
+	return res;
+}
+
+cJSON *box_pull(const cJSON *req, struct box_err *err)
+{
+	const cJSON *specs = cJSON_GetObjectItemCaseSensitive(req, "artifacts"), *s;
+	const char *lock = box_json_get_str(req, "lock", "box.lock");
+	char ref[4200], home[4096], storedir[4200];
+	struct pull p;
+	int have_oci = 0, have_store = 0, changed = 0;
+	cJSON *res = NULL;
+	size_t i;
+
+	memset(&p, 0, sizeof(p));
+	box_lock_init(&p.snapshot);
+	p.frozen = box_json_get_bool(req, "frozen", 0);
+	if (cJSON_GetArraySize(specs) == 0) {
+		box_err_set(err, BOX_E_INVALID, "nothing to pull: give NAME[@VERSION|@sha256:HEX]...");
+		box_err_path(err, "$.artifacts");
+		return NULL;
+	}
+	if (box_json_get_str(req, "registry", NULL))
+		snprintf(ref, sizeof(ref), "%s", box_json_get_str(req, "registry", ""));
+	else if (box_default_registry(ref, sizeof(ref), err) < 0)
+		return NULL;
+	p.source = ref;
+	p.items = calloc((size_t)cJSON_GetArraySize(specs), sizeof(*p.items));
+	if (!p.items)
+		return box_err_set(err, BOX_E_INTERNAL, "out of memory"), NULL;
+	cJSON_ArrayForEach(s, specs) {
+		struct item *it = &p.items[p.n++];
+
+		it->tmpfd = -1;
+		if (parse_spec(s->valuestring, it, err) < 0) {
+			char path[64];
+
+			snprintf(path, sizeof(path), "$.artifacts[%zu]", p.n - 1);
+			box_err_path(err, path);
+			goto out;
+		}
+	}
+	for (i = 0; i < p.n; i++)
+		for (size_t j = 0; j < i; j++)
+			if (strcmp(p.items[i].name, p.items[j].name) == 0) {
+				box_err_set(err, BOX_E_INVALID, "%s is asked for twice", p.items[i].name);
+				box_err_path(err, "$.artifacts");
+				goto out;
+			}
+	if (strncmp(ref, "oci:", 4) != 0) {
+		box_err_set(err, BOX_E_UNSUPPORTED,
+			    "registry %s: only oci:PATH layouts are supported by this version", ref);
+		box_err_path(err, "$.registry");
+		goto out;
+	}
+	if (box_oci_open(ref + 4, 0, &p.oci, err) < 0)
+		goto out;
+	have_oci = 1;
+	if (box_home(home, sizeof(home), err) < 0)
+		goto out;
+	snprintf(storedir, sizeof(storedir), "%s/store", home);
+	if (box_store_open(storedir, &p.store, err) < 0)
+		goto out;
+	have_store = 1;
+	if (box_lock_read(AT_FDCWD, lock, &p.snapshot, err) < 0)
+		goto out;
+	for (i = 0; i < p.n; i++)
+		if (prepare(&p, &p.items[i], err) < 0)
+			goto out;
+	if (box_lock_update(AT_FDCWD, lock, pin_all, &p, p.frozen, &changed, err) < 0)
+		goto out;
+	res = result(&p, lock, changed);
+	if (!res)
+		box_err_set(err, BOX_E_INTERNAL, "out of memory");
+out:
+	for (i = 0; i < p.n; i++) {
+		struct item *it = &p.items[i];
+		struct box_err e;
+
+		if (it->tmpname[0])
+			box_store_abort(&p.store, it->tmpname, &e);
+		if (it->tmpfd >= 0)
+			close(it->tmpfd);
+	}
+	free(p.items);
+	box_lock_release(&p.snapshot);
+	if (have_store)
+		box_store_close(&p.store);
+	if (have_oci)
+		box_oci_close(&p.oci);
+	return res;
+}

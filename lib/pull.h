@@ -1,0 +1,26 @@
+/* box-pull: artifacts from a registry into the verified store, pinned in box.lock. */
+#ifndef BOX_PULL_H
+#define BOX_PULL_H
+
+#include <cjson/cJSON.h>
+#include "err.h"
+#include "json.h"
+
+extern const struct box_field box_pull_fields[];
+
+/*
+ * Pulls every spec of the request's "artifacts" (NAME, NAME@VERSION, NAME@sha256:HEX): resolves
+ * it in the registry (a bare NAME: its lockfile pin, else its highest version tag), checks the
+ * manifest digest, the config (its name and version must be what was asked) and, unless the
+ * store already has the digest, copies the layer into the store while hashing it and checks
+ * digest and size before extracting it (lib/boxarchive.h rules) into store/tmp. Then, under the
+ * lockfile's flock: pins every artifact (another version or digest already pinned is a
+ * conflict; with "frozen" any change is), makes the staged trees visible as
+ * store/sha256/<hex> by rename, and writes box.lock atomically if it changed.
+ * Any failure leaves store and lockfile as they were (staged trees are removed).
+ * Returns {"ok", "artifacts": [{name, version, digest, kind, path, bytes, cached}], "lock"}
+ * or NULL with err.
+ */
+cJSON *box_pull(const cJSON *req, struct box_err *err);
+
+#endif

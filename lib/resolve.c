@@ -1,0 +1,397 @@
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "resolve.h"
+#include "artifact.h"
+#include "boxarchive.h"
+#include "buf.h"
+#include "lockfile.h"
+#include "oci.h"
+#include "semver.h"
+#include "sha256.h"
+#include "store.h"
+#include "banned.h"
+
+#define MAX_STORE_ENTRIES 100000
+
+const struct box_field box_resolve_fields[] = {
+	{ "command", BOX_F_STRING, 0, 16, 0,
+	  "resolve (the default), update, verify or check", "COMMAND" },
+	{ "names", BOX_F_STRINGS, 0, 10000, 0, "for update: the artifacts to move (default all)",
+	  "NAME" },
+	{ "manifest", BOX_F_STRING, 0, 4096, 'm', "the manifest (default ./box.json)", "FILE" },
+	{ "lock", BOX_F_STRING, 0, 4096, 'l', "the lockfile (default ./box.lock)", "FILE" },
+	{ "registry", BOX_F_STRING, 0, 4096, 'r',
+	  "registry: oci:PATH (default: box.json's, else $BOX_REGISTRY, else oci:$BOX_HOME/registry)",
+	  "REF" },
+	{ "frozen", BOX_F_BOOL, 0, 0, 0,
+	  "never write the lockfile: fail if it would change (check: no registry at all)", NULL },
+	{ NULL },
+};
+
+struct res {
+	const cJSON *req;
+	struct box_manifest man;
+	struct box_oci oci;
+	char source[1025];
+	cJSON *out;          /* the artifacts array of the result */
+};
+
+static int wanted(const cJSON *names, const char *name)
+{
+	const cJSON *n;
+
+	if (cJSON_GetArraySize(names) == 0)
+		return 1;
+	cJSON_ArrayForEach(n, names)
+		if (strcmp(n->valuestring, name) == 0)
+			return 1;
+	return 0;
+}
+
+/* The kind an artifact declares, from its config blob (checked against its digest). */
+static int read_kind(struct res *r, const char *manifest, size_t len, const char *name,
+		     const char *version, char kind[8], struct box_err *err)
+{
+	struct box_buf b = BOX_BUF_INIT(BOX_ARTIFACT_MAX);
+	struct box_oci_artifact a;
+	struct box_artifact art;
+	char hex[BOX_SHA256_HEX_LEN + 1];
+	int64_t size;
+	int fd, rc;
+
+	if (box_oci_artifact_parse(manifest, len, &a, err) < 0)
+		return -1;
+	fd = box_oci_open_blob(&r->oci, a.config_digest, &size, err);
+	if (fd < 0)
+		return -1;
+	rc = box_buf_read_fd(&b, fd, err);
+	close(fd);
+	if (rc == 0 && (box_sha256_buf(b.data ? b.data : "", b.len, hex, err) < 0 ||
+			strcmp(hex, a.config_digest + 7) != 0))
+		rc = box_err_set(err, BOX_E_INTEGRITY, "config blob %s does not match its digest",
+				 a.config_digest);
+	if (rc == 0)
+		rc = box_artifact_parse(b.data ? b.data : "", b.len, &art, err);
+	box_buf_release(&b);
+	if (rc < 0)
+		return -1;
+	if (strcmp(art.name, name) || strcmp(art.version, version))
+		return box_err_set(err, BOX_E_INTEGRITY, "%s:%s holds %s %s", name, version, art.name,
+				   art.version);
+	snprintf(kind, 8, "%s", art.kind);
+	return 0;
+}
+
+/* Pins one manifest entry: keeps a pin its range accepts (unless updating it), after checking
+ * that its tag still resolves to the pinned digest; else picks the best tag. */
+static int pin_one(struct res *r, struct box_lock *lk, const struct box_manifest_entry *m,
+		   int update, struct box_err *err)
+{
+	const struct box_lock_entry *found = box_lock_find(lk, m->name);
+	struct box_lock_entry old, *pin = found ? &old : NULL;
+	struct box_buf man = BOX_BUF_INIT(BOX_OCI_MANIFEST_MAX);
+	struct box_lock_entry e;
+	struct box_range range;
+	struct box_semver v;
+	char digest[BOX_OCI_DIGEST_LEN];
+	const char **tags = NULL;
+	cJSON *list = NULL, *t, *o;
+	size_t n = 0, best;
+	int rc = -1, kept = 0;
+
+	/* a copy: box_lock_put below rewrites the entry the lock holds */
+	if (found)
+		old = *found;
+	if (box_range_parse(m->range, &range, err) < 0)
+		return -1;
+	memset(&e, 0, sizeof(e));
+	if (pin && !update && box_semver_parse(pin->version, &v, err) == 0 &&
+	    box_range_match(&range, &v)) {
+		if (box_oci_resolve(&r->oci, m->name, pin->version, digest, &man, err) < 0)
+			goto out;
+		if (strcmp(digest, pin->digest) != 0) {
+			box_err_set(err, BOX_E_CONFLICT, "%s:%s is pinned to %s but now resolves to %s",
+				    m->name, pin->version, pin->digest, digest);
+			goto out;
+		}
+		e = *pin;
+		kept = 1;
+	} else {
+		list = box_oci_tags(&r->oci, m->name, err);
+		if (!list)
+			goto out;
+		tags = calloc((size_t)cJSON_GetArraySize(list) + 1, sizeof(*tags));
+		if (!tags) {
+			box_err_set(err, BOX_E_INTERNAL, "out of memory");
+			goto out;
+		}
+		cJSON_ArrayForEach(t, list)
+			if (cJSON_IsString(t))
+				tags[n++] = t->valuestring;
+		if (box_range_best(&range, tags, n, &best, err) < 0) {
+			if (err->code == BOX_E_NOT_FOUND)
+				box_err_set(err, BOX_E_NOT_FOUND, "no version of %s matches %s in %s",
+					    m->name, m->range, r->source);
+			goto out;
+		}
+		if (box_oci_resolve(&r->oci, m->name, tags[best], digest, &man, err) < 0)
+			goto out;
+		snprintf(e.name, sizeof(e.name), "%s", m->name);
+		snprintf(e.version, sizeof(e.version), "%s", tags[best]);
+		snprintf(e.digest, sizeof(e.digest), "%s", digest);
+		snprintf(e.source, sizeof(e.source), "%s", r->source);
+		if (read_kind(r, man.data, man.len, e.name, e.version, e.kind, err) < 0)
+			goto out;
+		/* the same digest keeps the tree digest a pull recorded */
+		if (pin && strcmp(pin->digest, e.digest) == 0)
+			snprintf(e.tree_digest, sizeof(e.tree_digest), "%s", pin->tree_digest);
+		if (box_lock_put(lk, &e, 1, err) < 0)
+			goto out;
+	}
+	o = cJSON_CreateObject();
+	cJSON_AddStringToObject(o, "name", e.name);
+	cJSON_AddStringToObject(o, "version", e.version);
+	cJSON_AddStringToObject(o, "digest", e.digest);
+	cJSON_AddStringToObject(o, "kind", e.kind);
+	cJSON_AddBoolToObject(o, "changed", !kept && (!pin || strcmp(pin->digest, e.digest) ||
+						      strcmp(pin->version, e.version)));
+	cJSON_AddItemToArray(r->out, o);
+	rc = 0;
+out:
+	free(tags);
+	cJSON_Delete(list);
+	box_buf_release(&man);
+	return rc;
+}
+
+static int resolve_all(struct box_lock *lk, void *ctx, struct box_err *err)
+{
+	struct res *r = ctx;
+	const cJSON *names = cJSON_GetObjectItemCaseSensitive(r->req, "names");
+	int update = strcmp(box_json_get_str(r->req, "command", "resolve"), "update") == 0;
+	size_t i, j;
+
+	for (i = 0; i < r->man.n; i++)
+		if (pin_one(r, lk, &r->man.entries[i], update && wanted(names, r->man.entries[i].name),
+			    err) < 0)
+			return -1;
+	/* pins of artifacts box.json no longer names go */
+	for (i = 0; i < lk->n;) {
+		for (j = 0; j < r->man.n; j++)
+			if (strcmp(lk->entries[i].name, r->man.entries[j].name) == 0)
+				break;
+		if (j == r->man.n)
+			box_lock_remove(lk, lk->entries[i].name);
+		else
+			i++;
+	}
+	return 0;
+}
+
+static cJSON *do_resolve(struct res *r, const char *lock, struct box_err *err)
+{
+	const cJSON *names = cJSON_GetObjectItemCaseSensitive(r->req, "names"), *n;
+	int changed = 0, rc;
+	cJSON *res;
+
+	cJSON_ArrayForEach(n, names) {
+		size_t i;
+
+		for (i = 0; i < r->man.n; i++)
+			if (strcmp(r->man.entries[i].name, n->valuestring) == 0)
+				break;
+		if (i == r->man.n) {
+			box_err_set(err, BOX_E_NOT_FOUND, "%s is not in the manifest", n->valuestring);
+			return NULL;
+		}
+	}
+	if (box_json_get_str(r->req, "registry", NULL))
+		snprintf(r->source, sizeof(r->source), "%s", box_json_get_str(r->req, "registry", ""));
+	else if (r->man.registry[0])
+		snprintf(r->source, sizeof(r->source), "%s", r->man.registry);
+	else if (box_default_registry(r->source, sizeof(r->source), err) < 0)
+		return NULL;
+	if (strncmp(r->source, "oci:", 4) != 0) {
+		box_err_set(err, BOX_E_UNSUPPORTED,
+			    "registry %s: only oci:PATH layouts are supported by this version", r->source);
+		return NULL;
+	}
+	if (box_oci_open(r->source + 4, 0, &r->oci, err) < 0)
+		return NULL;
+	r->out = cJSON_CreateArray();
+	rc = r->out ? box_lock_update(AT_FDCWD, lock, resolve_all, r,
+				      box_json_get_bool(r->req, "frozen", 0), &changed, err) :
+		      box_err_set(err, BOX_E_INTERNAL, "out of memory");
+	box_oci_close(&r->oci);
+	if (rc < 0) {
+		cJSON_Delete(r->out);
+		return NULL;
+	}
+	res = cJSON_CreateObject();
+	cJSON_AddTrueToObject(res, "ok");
+	cJSON_AddItemToObject(res, "artifacts", r->out);
+	n = cJSON_AddObjectToObject(res, "lock");
+	cJSON_AddStringToObject((cJSON *)n, "path", lock);
+	cJSON_AddBoolToObject((cJSON *)n, "changed", changed);
+	return res;
+}
+
+static void problem(cJSON *arr, const char *name, const char *digest, const char *what,
+		    const char *detail)
+{
+	cJSON *o = cJSON_CreateObject();
+
+	if (name)
+		cJSON_AddStringToObject(o, "name", name);
+	cJSON_AddStringToObject(o, "digest", digest);
+	cJSON_AddStringToObject(o, "problem", what);
+	if (detail)
+		cJSON_AddStringToObject(o, "detail", detail);
+	cJSON_AddItemToArray(arr, o);
+}
+
+/* verify: every pin is in the store and its tree still hashes to what was recorded; store
+ * entries no pin names are extra */
+static cJSON *do_verify(const char *lock, struct box_err *err)
+{
+	char home[4096], dir[4200], tree[BOX_ARCHIVE_DIGEST_LEN + 1], digest[80];
+	struct box_store s;
+	struct box_lock lk;
+	cJSON *res = NULL, *probs;
+	struct dirent *de;
+	size_t i, seen = 0;
+	DIR *d;
+	int fd;
+
+	box_lock_init(&lk);
+	if (box_lock_read(AT_FDCWD, lock, &lk, err) < 0)
+		return NULL;
+	if (box_home(home, sizeof(home), err) < 0)
+		goto out_lock;
+	snprintf(dir, sizeof(dir), "%s/store", home);
+	if (box_store_open(dir, &s, err) < 0)
+		goto out_lock;
+	probs = cJSON_CreateArray();
+	for (i = 0; i < lk.n; i++) {
+		const struct box_lock_entry *e = &lk.entries[i];
+
+		fd = box_store_open_entry(&s, e->digest, err);
+		if (fd < 0 && err->code == BOX_E_NOT_FOUND) {
+			problem(probs, e->name, e->digest, "missing", NULL);
+			continue;
+		}
+		if (fd < 0)
+			goto out_store;
+		if (box_archive_tree_digest(fd, tree, err) < 0) {
+			close(fd);
+			goto out_store;
+		}
+		close(fd);
+		if (!e->tree_digest[0])
+			problem(probs, e->name, e->digest, "unrecorded",
+				"no tree digest in the lockfile: pull it again to record one");
+		else if (strcmp(tree, e->tree_digest) != 0)
+			problem(probs, e->name, e->digest, "modified", tree);
+	}
+	d = fdopendir(dup(s.shafd));
+	if (!d) {
+		box_err_sys(err, "read the store");
+		goto out_store;
+	}
+	rewinddir(d);
+	while ((de = readdir(d)) && seen++ < MAX_STORE_ENTRIES) {
+		if (de->d_name[0] == '.' || strchr(de->d_name, '.'))
+			continue;
+		snprintf(digest, sizeof(digest), "sha256:%.64s", de->d_name);
+		for (i = 0; i < lk.n; i++)
+			if (strcmp(lk.entries[i].digest, digest) == 0)
+				break;
+		if (i == lk.n)
+			problem(probs, NULL, digest, "extra", NULL);
+	}
+	closedir(d);
+	res = cJSON_CreateObject();
+	cJSON_AddBoolToObject(res, "ok", cJSON_GetArraySize(probs) == 0);
+	cJSON_AddItemToObject(res, "problems", probs);
+	probs = NULL;
+	if (cJSON_GetArraySize(cJSON_GetObjectItem(res, "problems")) > 0) {
+		struct box_err e;
+
+		box_err_set(&e, BOX_E_INTEGRITY, "%d problem(s) in the store",
+			    cJSON_GetArraySize(cJSON_GetObjectItem(res, "problems")));
+		cJSON_AddItemToObject(res, "error", box_err_to_json(&e));
+	}
+out_store:
+	cJSON_Delete(probs);
+	box_store_close(&s);
+out_lock:
+	box_lock_release(&lk);
+	return res;
+}
+
+static cJSON *do_check(struct res *r, const char *lock, struct box_err *err)
+{
+	struct box_lock lk;
+	cJSON *probs = NULL, *res = NULL;
+	struct box_err why;
+	int rc;
+
+	box_lock_init(&lk);
+	if (box_lock_read(AT_FDCWD, lock, &lk, err) < 0)
+		return NULL;
+	box_err_init(&why);
+	rc = box_lock_satisfies(&r->man, &lk, &probs, &why);
+	if (rc < 0) {
+		*err = why;
+		goto out;
+	}
+	res = cJSON_CreateObject();
+	cJSON_AddBoolToObject(res, "ok", rc == 0);
+	cJSON_AddItemToObject(res, "problems", probs);
+	if (rc == 1)
+		cJSON_AddItemToObject(res, "error", box_err_to_json(&why));
+out:
+	box_lock_release(&lk);
+	return res;
+}
+
+cJSON *box_resolve(const cJSON *req, struct box_err *err)
+{
+	const char *cmd = box_json_get_str(req, "command", "resolve");
+	const char *manifest = box_json_get_str(req, "manifest", "box.json");
+	const char *lock = box_json_get_str(req, "lock", "box.lock");
+	struct res r;
+	cJSON *res = NULL;
+
+	memset(&r, 0, sizeof(r));
+	r.req = req;
+	box_manifest_init(&r.man);
+	if (strcmp(cmd, "verify") == 0)
+		return do_verify(lock, err);
+	if (strcmp(cmd, "resolve") && strcmp(cmd, "update") && strcmp(cmd, "check")) {
+		box_err_set(err, BOX_E_USAGE, "unknown command %.32s (resolve, update, verify, check)",
+			    cmd);
+		box_err_path(err, "$.command");
+		return NULL;
+	}
+	if (cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(req, "names")) &&
+	    strcmp(cmd, "update") != 0) {
+		box_err_set(err, BOX_E_USAGE, "names are for update only");
+		box_err_path(err, "$.names");
+		return NULL;
+	}
+	if (box_manifest_read(AT_FDCWD, manifest, &r.man, err) < 0)
+		return NULL;
+	if (strcmp(cmd, "check") == 0)
+		res = do_check(&r, lock, err);
+	else
+		res = do_resolve(&r, lock, err);
+	box_manifest_release(&r.man);
+	return res;
+}
