@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -13,31 +14,21 @@
 #include "buf.h"
 #include "confine.h"
 #include "oci.h"
+#include "repo.h"
+#include "sha256.h"
 #include "banned.h"
 
 const struct box_field box_pack_fields[] = {
 	{ "dir", BOX_F_STRING, 0, 4096, 0, "the artifact directory (holds box-artifact.json)", "DIR" },
 	{ "registry", BOX_F_STRING, 0, 4096, 'r',
-	  "registry: oci:PATH (default $BOX_REGISTRY, else oci:$BOX_HOME/registry)", "REF" },
+	  "registry: oci:PATH, https://HOST[/PREFIX] or HOST[:PORT]/PREFIX (default $BOX_REGISTRY, "
+	  "else oci:$BOX_HOME/registry)", "REF" },
 	{ "force", BOX_F_BOOL, 0, 0, 'f', "move the tag NAME:VERSION even if it names another digest",
 	  NULL },
+	{ "insecure", BOX_F_BOOL, 0, 0, 0,
+	  "allow a plain http:// registry that is not on a loopback address", NULL },
 	{ NULL },
 };
-
-/* The registries box-pack can write in this version: OCI layout directories. */
-static int open_registry(const char *ref, struct box_oci *o, struct box_err *err)
-{
-	if (strncmp(ref, "oci:", 4) != 0) {
-		box_err_set(err, BOX_E_UNSUPPORTED,
-			    "registry %s: only oci:PATH layouts are supported by this version", ref);
-		box_err_path(err, "$.registry");
-		return -1;
-	}
-	/* the embedded default registry lives under BOX_HOME, which may not exist yet */
-	if (box_mkdirs(ref + 4, err) < 0)
-		return -1;
-	return box_oci_open(ref + 4, 1, o, err);
-}
 
 static int read_manifest_file(int dirfd, struct box_buf *b, struct box_err *err)
 {
@@ -83,6 +74,20 @@ static int check_entry_file(int dirfd, const char *entry, struct box_err *err)
 	return 0;
 }
 
+/* Hashes fd from offset 0, then pushes it: a remote registry wants the digest first. */
+static int put_blob(struct box_repo *r, const char *name, int fd, char digest[BOX_OCI_DIGEST_LEN],
+		    int64_t *size, struct box_err *err)
+{
+	char hex[BOX_SHA256_HEX_LEN + 1];
+
+	if (box_sha256_fd(fd, hex, size, err) < 0)
+		return -1;
+	snprintf(digest, BOX_OCI_DIGEST_LEN, "sha256:%s", hex);
+	if (lseek(fd, 0, SEEK_SET) < 0)
+		return box_err_sys(err, "lseek");
+	return box_repo_put_blob(r, name, fd, digest, *size, err);
+}
+
 static cJSON *blob_json(const char *digest, int64_t size)
 {
 	cJSON *o = cJSON_CreateObject();
@@ -100,9 +105,9 @@ cJSON *box_pack(const cJSON *req, struct box_err *err)
 	struct box_buf man = BOX_BUF_INIT(BOX_ARTIFACT_MAX);
 	struct box_archive_stats st;
 	struct box_artifact a;
-	struct box_oci o = { -1, -1, 0 };
-	int dirfd = -1, tmpfd = -1, have_oci = 0;
-	int64_t lsize = 0;
+	struct box_repo o;
+	int dirfd = -1, tmpfd = -1, cfd = -1, have_oci = 0;
+	int64_t lsize = 0, csize = 0;
 	char *manifest = NULL;
 	size_t mlen = 0, i;
 	cJSON *res = NULL;
@@ -127,7 +132,7 @@ cJSON *box_pack(const cJSON *req, struct box_err *err)
 	    box_artifact_parse(man.data ? man.data : "", man.len, &a, err) < 0 ||
 	    (a.entry[0] && check_entry_file(dirfd, a.entry, err) < 0))
 		goto out;
-	if (open_registry(ref, &o, err) < 0)
+	if (box_repo_open(ref, 1, box_json_get_bool(req, "insecure", 0), &o, err) < 0)
 		goto out;
 	have_oci = 1;
 	/* the archive goes to an unnamed temporary file first: the registry takes only a
@@ -143,8 +148,14 @@ cJSON *box_pack(const cJSON *req, struct box_err *err)
 		box_err_sys(err, "lseek");
 		goto out;
 	}
-	if (box_oci_put_blob_fd(&o, tmpfd, NULL, BOX_ARCHIVE_MAX_BYTES, ldigest, &lsize, err) < 0 ||
-	    box_oci_put_blob_buf(&o, man.data, man.len, NULL, cdigest, err) < 0)
+	if (put_blob(&o, a.name, tmpfd, ldigest, &lsize, err) < 0)
+		goto out;
+	cfd = memfd_create("box-config", MFD_CLOEXEC);
+	if (cfd < 0 || box_write_all(cfd, man.data, man.len) < 0 || lseek(cfd, 0, SEEK_SET) < 0) {
+		box_err_sys(err, "config blob");
+		goto out;
+	}
+	if (put_blob(&o, a.name, cfd, cdigest, &csize, err) < 0)
 		goto out;
 	snprintf(title, sizeof(title), "%s-%s.tar.gz", a.name, a.version);
 	for (i = 0; title[i]; i++)
@@ -155,8 +166,8 @@ cJSON *box_pack(const cJSON *req, struct box_err *err)
 		box_err_set(err, BOX_E_INTERNAL, "cannot build the manifest");
 		goto out;
 	}
-	if (box_oci_put_manifest(&o, manifest, mlen, a.name, a.version,
-				 box_json_get_bool(req, "force", 0), mdigest, err) < 0)
+	if (box_repo_put_manifest(&o, a.name, a.version, manifest, mlen,
+				  box_json_get_bool(req, "force", 0), mdigest, err) < 0)
 		goto out;
 	res = cJSON_CreateObject();
 	if (!res) {
@@ -177,8 +188,10 @@ out:
 	free(manifest);
 	if (tmpfd >= 0)
 		close(tmpfd);
+	if (cfd >= 0)
+		close(cfd);
 	if (have_oci)
-		box_oci_close(&o);
+		box_repo_close(&o);
 	close(dirfd);
 	box_buf_release(&man);
 	return res;

@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -13,8 +14,8 @@
 #include "buf.h"
 #include "lockfile.h"
 #include "oci.h"
+#include "repo.h"
 #include "semver.h"
-#include "sha256.h"
 #include "store.h"
 #include "banned.h"
 
@@ -25,10 +26,13 @@ const struct box_field box_pull_fields[] = {
 	{ "artifacts", BOX_F_STRINGS, 0, MAX_ARTIFACTS, 0,
 	  "NAME, NAME@VERSION or NAME@sha256:HEX to pull (or the arguments)", "SPEC" },
 	{ "registry", BOX_F_STRING, 0, 4096, 'r',
-	  "registry: oci:PATH (default $BOX_REGISTRY, else oci:$BOX_HOME/registry)", "REF" },
+	  "registry: oci:PATH, https://HOST[/PREFIX] or HOST[:PORT]/PREFIX (default $BOX_REGISTRY, "
+	  "else oci:$BOX_HOME/registry)", "REF" },
 	{ "lock", BOX_F_STRING, 0, 4096, 'l', "the lockfile to pin into (default ./box.lock)", "FILE" },
 	{ "frozen", BOX_F_BOOL, 0, 0, 0,
 	  "pull only what the lockfile pins; fail if it would have to change", NULL },
+	{ "insecure", BOX_F_BOOL, 0, 0, 0,
+	  "allow a plain http:// registry that is not on a loopback address", NULL },
 	{ NULL },
 };
 
@@ -47,7 +51,7 @@ struct item {
 
 struct pull {
 	const char *source;
-	struct box_oci oci;
+	struct box_repo repo;
 	struct box_store store;
 	struct box_lock snapshot;  /* the lockfile as read before any work */
 	struct item *items;
@@ -78,7 +82,7 @@ static int parse_spec(const char *spec, struct item *it, struct box_err *err)
 /* The highest version tag of name when the spec gives none and nothing pins it. */
 static int latest(struct pull *p, struct item *it, struct box_err *err)
 {
-	cJSON *tags = box_oci_tags(&p->oci, it->name, err), *t;
+	cJSON *tags = box_repo_tags(&p->repo, it->name, err), *t;
 	const char **v = NULL;
 	struct box_range r;
 	size_t n = 0, best;
@@ -105,98 +109,42 @@ static int latest(struct pull *p, struct item *it, struct box_err *err)
 	return rc;
 }
 
-/* Copies the layer blob to an unnamed file in the store while hashing it, and checks digest
- * and size before anything is extracted. Returns the fd of the copy. */
-static int fetch_layer(struct pull *p, const struct box_oci_artifact *a, struct box_err *err)
+/* Fetches the layer blob into an unnamed file in the store; box_repo_fetch checks digest and
+ * size before anything is extracted. Returns the fd of the copy, at offset 0. */
+static int fetch_layer(struct pull *p, const struct item *it, const struct box_oci_artifact *a,
+		       struct box_err *err)
 {
-	struct box_sha256 h;
-	unsigned char md[BOX_SHA256_LEN];
-	char hex[BOX_SHA256_HEX_LEN + 1];
-	int64_t size, total = 0;
-	int in, out;
-	char *buf;
+	int out = openat(p->store.tmpfd, ".", O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
 
-	in = box_oci_open_blob(&p->oci, a->layer_digest, &size, err);
-	if (in < 0)
-		return -1;
-	out = openat(p->store.tmpfd, ".", O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
-	buf = malloc(1 << 18);
-	if (out < 0 || !buf || box_sha256_init(&h, err) < 0) {
-		if (out < 0)
-			box_err_sys(err, "temporary file in the store");
-		else if (!buf)
-			box_err_set(err, BOX_E_INTERNAL, "out of memory");
-		goto fail;
-	}
-	for (;;) {
-		ssize_t r = read(in, buf, 1 << 18);
-
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r < 0) {
-			box_err_sys(err, "read blob %s", a->layer_digest);
-			goto fail_hash;
-		}
-		if (r == 0)
-			break;
-		total += r;
-		if (total > a->layer_size || total > MAX_LAYER) {
-			box_err_set(err, BOX_E_INTEGRITY, "blob %s is larger than its manifest says",
-				    a->layer_digest);
-			goto fail_hash;
-		}
-		if (box_sha256_update(&h, buf, (size_t)r, err) < 0)
-			goto fail_hash;
-		if (box_write_all(out, buf, (size_t)r) < 0) {
-			box_err_sys(err, "write the blob copy");
-			goto fail_hash;
-		}
-	}
-	if (box_sha256_final(&h, md, err) < 0)
-		goto fail_hash;
-	box_sha256_release(&h);
-	box_sha256_hex(md, hex);
-	if (total != a->layer_size || strcmp(hex, a->layer_digest + 7) != 0) {
-		box_err_set(err, BOX_E_INTEGRITY, "blob %s does not match its digest or size "
-			    "(got sha256:%s, %lld bytes)", a->layer_digest, hex, (long long)total);
-		goto fail;
-	}
-	free(buf);
-	close(in);
-	if (lseek(out, 0, SEEK_SET) < 0) {
+	if (out < 0)
+		return box_err_sys(err, "temporary file in the store");
+	if (box_repo_fetch(&p->repo, it->name, a->layer_digest, a->layer_size, out, err) < 0 ||
+	    lseek(out, 0, SEEK_SET) < 0) {
+		if (!err->message[0])
+			box_err_sys(err, "lseek");
 		close(out);
-		return box_err_sys(err, "lseek");
+		return -1;
 	}
 	return out;
-fail_hash:
-	box_sha256_release(&h);
-fail:
-	free(buf);
-	close(in);
-	if (out >= 0)
-		close(out);
-	return -1;
 }
 
 static int read_config(struct pull *p, const struct box_oci_artifact *a, struct item *it,
 		       struct box_err *err)
 {
 	struct box_buf b = BOX_BUF_INIT(BOX_ARTIFACT_MAX);
-	char hex[BOX_SHA256_HEX_LEN + 1];
-	int64_t size;
 	int fd, r;
 
 	if (a->config_size > BOX_ARTIFACT_MAX)
 		return box_err_set(err, BOX_E_INTEGRITY, "config of %s is too large", it->name);
-	fd = box_oci_open_blob(&p->oci, a->config_digest, &size, err);
+	fd = memfd_create("box-config", MFD_CLOEXEC);
 	if (fd < 0)
-		return -1;
-	r = box_buf_read_fd(&b, fd, err);
+		return box_err_sys(err, "memfd_create");
+	r = box_repo_fetch(&p->repo, it->name, a->config_digest, a->config_size, fd, err);
+	if (r == 0 && lseek(fd, 0, SEEK_SET) < 0)
+		r = box_err_sys(err, "lseek");
+	if (r == 0)
+		r = box_buf_read_fd(&b, fd, err);
 	close(fd);
-	if (r == 0 && (box_sha256_buf(b.data ? b.data : "", b.len, hex, err) < 0 ||
-		       (int64_t)b.len != a->config_size || strcmp(hex, a->config_digest + 7) != 0))
-		r = box_err_set(err, BOX_E_INTEGRITY, "config blob %s does not match its digest",
-				a->config_digest);
 	if (r == 0)
 		r = box_artifact_parse(b.data ? b.data : "", b.len, &it->art, err);
 	box_buf_release(&b);
@@ -253,7 +201,7 @@ static int prepare(struct pull *p, struct item *it, struct box_err *err)
 		snprintf(it->ref, sizeof(it->ref), "%s", pin->digest);
 	if (!it->ref[0] && latest(p, it, err) < 0)
 		return -1;
-	r = box_oci_resolve(&p->oci, it->name, it->ref, it->digest, &man, err);
+	r = box_repo_resolve(&p->repo, it->name, it->ref, it->digest, &man, err);
 	if (r == 0)
 		r = box_oci_artifact_parse(man.data, man.len, &a, err);
 	box_buf_release(&man);
@@ -271,7 +219,7 @@ static int prepare(struct pull *p, struct item *it, struct box_err *err)
 	}
 	if (a.layer_size > MAX_LAYER)
 		return box_err_set(err, BOX_E_LIMIT, "layer of %s is too large", it->name);
-	fd = fetch_layer(p, &a, err);
+	fd = fetch_layer(p, it, &a, err);
 	if (fd < 0)
 		return -1;
 	it->bytes = a.layer_size;
@@ -365,6 +313,26 @@ static cJSON *result(struct pull *p, const char *lock, int changed)
 	return res;
 }
 
+/* Without --registry, artifacts that box.lock pins come from where they were pinned: 1 and
+ * ref set when every requested artifact is pinned to one source, else 0. */
+static int pinned_source(struct pull *p, char *ref, size_t size)
+{
+	const char *src = NULL;
+	size_t i;
+
+	for (i = 0; i < p->n; i++) {
+		const struct box_lock_entry *e = box_lock_find(&p->snapshot, p->items[i].name);
+
+		if (!e || (src && strcmp(src, e->source) != 0))
+			return 0;
+		src = e->source;
+	}
+	if (!src || strlen(src) >= size)
+		return 0;
+	snprintf(ref, size, "%s", src);
+	return 1;
+}
+
 cJSON *box_pull(const cJSON *req, struct box_err *err)
 {
 	const cJSON *specs = cJSON_GetObjectItemCaseSensitive(req, "artifacts"), *s;
@@ -383,10 +351,6 @@ cJSON *box_pull(const cJSON *req, struct box_err *err)
 		box_err_path(err, "$.artifacts");
 		return NULL;
 	}
-	if (box_json_get_str(req, "registry", NULL))
-		snprintf(ref, sizeof(ref), "%s", box_json_get_str(req, "registry", ""));
-	else if (box_default_registry(ref, sizeof(ref), err) < 0)
-		return NULL;
 	p.source = ref;
 	p.items = calloc((size_t)cJSON_GetArraySize(specs), sizeof(*p.items));
 	if (!p.items)
@@ -410,13 +374,14 @@ cJSON *box_pull(const cJSON *req, struct box_err *err)
 				box_err_path(err, "$.artifacts");
 				goto out;
 			}
-	if (strncmp(ref, "oci:", 4) != 0) {
-		box_err_set(err, BOX_E_UNSUPPORTED,
-			    "registry %s: only oci:PATH layouts are supported by this version", ref);
-		box_err_path(err, "$.registry");
+	if (box_lock_read(AT_FDCWD, lock, &p.snapshot, err) < 0)
 		goto out;
-	}
-	if (box_oci_open(ref + 4, 0, &p.oci, err) < 0)
+	if (box_json_get_str(req, "registry", NULL))
+		snprintf(ref, sizeof(ref), "%s", box_json_get_str(req, "registry", ""));
+	else if (pinned_source(&p, ref, sizeof(ref)) == 0 &&
+		 box_default_registry(ref, sizeof(ref), err) < 0)
+		goto out;
+	if (box_repo_open(ref, 0, box_json_get_bool(req, "insecure", 0), &p.repo, err) < 0)
 		goto out;
 	have_oci = 1;
 	if (box_home(home, sizeof(home), err) < 0)
@@ -425,8 +390,6 @@ cJSON *box_pull(const cJSON *req, struct box_err *err)
 	if (box_store_open(storedir, &p.store, err) < 0)
 		goto out;
 	have_store = 1;
-	if (box_lock_read(AT_FDCWD, lock, &p.snapshot, err) < 0)
-		goto out;
 	for (i = 0; i < p.n; i++)
 		if (prepare(&p, &p.items[i], err) < 0)
 			goto out;
@@ -450,6 +413,6 @@ out:
 	if (have_store)
 		box_store_close(&p.store);
 	if (have_oci)
-		box_oci_close(&p.oci);
+		box_repo_close(&p.repo);
 	return res;
 }

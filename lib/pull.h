@@ -10,7 +10,8 @@ extern const struct box_field box_pull_fields[];
 
 /*
  * Pulls every spec of the request's "artifacts" (NAME, NAME@VERSION, NAME@sha256:HEX): resolves
- * it in the registry (a bare NAME: its lockfile pin, else its highest version tag), checks the
+ * it in the registry (the request's "registry"; else, when box.lock pins every requested
+ * artifact to one source, that source; else the default of box_default_registry) (a bare NAME: its lockfile pin, else its highest version tag), checks the
  * manifest digest, the config (its name and version must be what was asked) and, unless the
  * store already has the digest, copies the layer into the store while hashing it and checks
  * digest and size before extracting it (lib/boxarchive.h rules) into store/tmp. Then, under the

@@ -1,6 +1,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <sys/mman.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,6 +13,7 @@
 #include "buf.h"
 #include "lockfile.h"
 #include "oci.h"
+#include "repo.h"
 #include "semver.h"
 #include "sha256.h"
 #include "store.h"
@@ -27,17 +29,20 @@ const struct box_field box_resolve_fields[] = {
 	{ "manifest", BOX_F_STRING, 0, 4096, 'm', "the manifest (default ./box.json)", "FILE" },
 	{ "lock", BOX_F_STRING, 0, 4096, 'l', "the lockfile (default ./box.lock)", "FILE" },
 	{ "registry", BOX_F_STRING, 0, 4096, 'r',
-	  "registry: oci:PATH (default: box.json's, else $BOX_REGISTRY, else oci:$BOX_HOME/registry)",
+	  "registry: oci:PATH or a remote registry (default: box.json's, else $BOX_REGISTRY, "
+	  "else oci:$BOX_HOME/registry)",
 	  "REF" },
 	{ "frozen", BOX_F_BOOL, 0, 0, 0,
 	  "never write the lockfile: fail if it would change (check: no registry at all)", NULL },
+	{ "insecure", BOX_F_BOOL, 0, 0, 0,
+	  "allow a plain http:// registry that is not on a loopback address", NULL },
 	{ NULL },
 };
 
 struct res {
 	const cJSON *req;
 	struct box_manifest man;
-	struct box_oci oci;
+	struct box_repo repo;
 	char source[1025];
 	cJSON *out;          /* the artifacts array of the result */
 };
@@ -61,21 +66,21 @@ static int read_kind(struct res *r, const char *manifest, size_t len, const char
 	struct box_buf b = BOX_BUF_INIT(BOX_ARTIFACT_MAX);
 	struct box_oci_artifact a;
 	struct box_artifact art;
-	char hex[BOX_SHA256_HEX_LEN + 1];
-	int64_t size;
 	int fd, rc;
 
 	if (box_oci_artifact_parse(manifest, len, &a, err) < 0)
 		return -1;
-	fd = box_oci_open_blob(&r->oci, a.config_digest, &size, err);
+	if (a.config_size > BOX_ARTIFACT_MAX)
+		return box_err_set(err, BOX_E_INTEGRITY, "config of %s is too large", name);
+	fd = memfd_create("box-config", MFD_CLOEXEC);
 	if (fd < 0)
-		return -1;
-	rc = box_buf_read_fd(&b, fd, err);
+		return box_err_sys(err, "memfd_create");
+	rc = box_repo_fetch(&r->repo, name, a.config_digest, a.config_size, fd, err);
+	if (rc == 0 && lseek(fd, 0, SEEK_SET) < 0)
+		rc = box_err_sys(err, "lseek");
+	if (rc == 0)
+		rc = box_buf_read_fd(&b, fd, err);
 	close(fd);
-	if (rc == 0 && (box_sha256_buf(b.data ? b.data : "", b.len, hex, err) < 0 ||
-			strcmp(hex, a.config_digest + 7) != 0))
-		rc = box_err_set(err, BOX_E_INTEGRITY, "config blob %s does not match its digest",
-				 a.config_digest);
 	if (rc == 0)
 		rc = box_artifact_parse(b.data ? b.data : "", b.len, &art, err);
 	box_buf_release(&b);
@@ -113,7 +118,7 @@ static int pin_one(struct res *r, struct box_lock *lk, const struct box_manifest
 	memset(&e, 0, sizeof(e));
 	if (pin && !update && box_semver_parse(pin->version, &v, err) == 0 &&
 	    box_range_match(&range, &v)) {
-		if (box_oci_resolve(&r->oci, m->name, pin->version, digest, &man, err) < 0)
+		if (box_repo_resolve(&r->repo, m->name, pin->version, digest, &man, err) < 0)
 			goto out;
 		if (strcmp(digest, pin->digest) != 0) {
 			box_err_set(err, BOX_E_CONFLICT, "%s:%s is pinned to %s but now resolves to %s",
@@ -123,7 +128,7 @@ static int pin_one(struct res *r, struct box_lock *lk, const struct box_manifest
 		e = *pin;
 		kept = 1;
 	} else {
-		list = box_oci_tags(&r->oci, m->name, err);
+		list = box_repo_tags(&r->repo, m->name, err);
 		if (!list)
 			goto out;
 		tags = calloc((size_t)cJSON_GetArraySize(list) + 1, sizeof(*tags));
@@ -140,7 +145,7 @@ static int pin_one(struct res *r, struct box_lock *lk, const struct box_manifest
 					    m->name, m->range, r->source);
 			goto out;
 		}
-		if (box_oci_resolve(&r->oci, m->name, tags[best], digest, &man, err) < 0)
+		if (box_repo_resolve(&r->repo, m->name, tags[best], digest, &man, err) < 0)
 			goto out;
 		snprintf(e.name, sizeof(e.name), "%s", m->name);
 		snprintf(e.version, sizeof(e.version), "%s", tags[best]);
@@ -217,18 +222,13 @@ static cJSON *do_resolve(struct res *r, const char *lock, struct box_err *err)
 		snprintf(r->source, sizeof(r->source), "%s", r->man.registry);
 	else if (box_default_registry(r->source, sizeof(r->source), err) < 0)
 		return NULL;
-	if (strncmp(r->source, "oci:", 4) != 0) {
-		box_err_set(err, BOX_E_UNSUPPORTED,
-			    "registry %s: only oci:PATH layouts are supported by this version", r->source);
-		return NULL;
-	}
-	if (box_oci_open(r->source + 4, 0, &r->oci, err) < 0)
+	if (box_repo_open(r->source, 0, box_json_get_bool(r->req, "insecure", 0), &r->repo, err) < 0)
 		return NULL;
 	r->out = cJSON_CreateArray();
 	rc = r->out ? box_lock_update(AT_FDCWD, lock, resolve_all, r,
 				      box_json_get_bool(r->req, "frozen", 0), &changed, err) :
 		      box_err_set(err, BOX_E_INTERNAL, "out of memory");
-	box_oci_close(&r->oci);
+	box_repo_close(&r->repo);
 	if (rc < 0) {
 		cJSON_Delete(r->out);
 		return NULL;

@@ -328,12 +328,17 @@ setup_bad() {
 	[ ! -e "$REG" ]
 }
 
-@test "remote registries are unsupported in this version" {
+@test "registry references: plain http only to loopback, no other scheme, nothing written" {
 	mk_tool art
-	run --separate-stderr box-pack --registry https://registry.example.com/box art
-	assert_fail unsupported 8 '.error.path == "$.registry"'
-	run --separate-stderr env BOX_REGISTRY=localhost:5000/box box-pack art
-	assert_fail unsupported 8
+	run --separate-stderr box-pack --registry http://registry.example.com/box art
+	assert_fail policy_denied 4 '.error.path == "$.registry"'
+	run --separate-stderr env BOX_REGISTRY=http://registry.example.com box-pack art
+	assert_fail policy_denied 4
+	run --separate-stderr box-pack --registry ftp://registry.example.com art
+	assert_fail invalid_request 2 '.error.path == "$.registry"'
+	# a loopback registry that is not there: an I/O error, retryable
+	run --separate-stderr box-pack --registry http://127.0.0.1:1/box art
+	assert_fail io_error 8 '.error.retryable == true'
 	[ ! -e "$REG" ]
 }
 
