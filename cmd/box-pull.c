@@ -1,6 +1,7 @@
 /* box-pull: fetch artifacts, verify them, extract them safely into the store, pin them. */
 #include <signal.h>
 #include <stdio.h>
+#include <unistd.h>
 
 #include "cli.h"
 #include "pull.h"
@@ -19,8 +20,23 @@ static const struct box_cli cli = {
 	.result_schema = box_pull_result_schema,
 };
 
+/* A progress line on stderr, only when stderr is a terminal: never in JSON, never in logs. */
+static void progress(void *ctx, const char *name, int64_t done, int64_t total)
+{
+	int *last = ctx;
+	int pct = total > 0 ? (int)(done * 100 / total) : 100;
+
+	if (pct == *last)
+		return;
+	*last = pct;
+	fprintf(stderr, "\rbox-pull: %s %.1f/%.1f MB %3d%%%s", name, (double)done / 1e6,
+		(double)total / 1e6, pct, done >= total ? "\n" : "");
+}
+
 int main(int argc, char **argv)
 {
+	int last = -1;
+	struct box_pull_hooks hooks = { isatty(2) ? progress : NULL, &last };
 	enum box_cli_next next;
 	struct box_err err;
 	cJSON *req, *res;
@@ -38,7 +54,7 @@ int main(int argc, char **argv)
 				      cJSON_CreateStringArray((const char *const *)argv + rest,
 							      argc - rest));
 	}
-	res = box_pull(req, &err);
+	res = box_pull(req, &hooks, &err);
 	cJSON_Delete(req);
 	if (!res)
 		return box_cli_fail(&cli, &err);

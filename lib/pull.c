@@ -50,6 +50,8 @@ struct item {
 };
 
 struct pull {
+	const struct box_pull_hooks *hooks;
+	const char *current;       /* the artifact whose layer is being fetched */
 	const char *source;
 	struct box_repo repo;
 	struct box_store store;
@@ -111,15 +113,29 @@ static int latest(struct pull *p, struct item *it, struct box_err *err)
 
 /* Fetches the layer blob into an unnamed file in the store; box_repo_fetch checks digest and
  * size before anything is extracted. Returns the fd of the copy, at offset 0. */
+static void on_progress(void *ctx, int64_t done, int64_t total)
+{
+	struct pull *p = ctx;
+
+	p->hooks->progress(p->hooks->ctx, p->current, done, total);
+}
+
 static int fetch_layer(struct pull *p, const struct item *it, const struct box_oci_artifact *a,
 		       struct box_err *err)
 {
 	int out = openat(p->store.tmpfd, ".", O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+	int r;
 
 	if (out < 0)
 		return box_err_sys(err, "temporary file in the store");
-	if (box_repo_fetch(&p->repo, it->name, a->layer_digest, a->layer_size, out, err) < 0 ||
-	    lseek(out, 0, SEEK_SET) < 0) {
+	p->current = it->name;
+	if (p->hooks && p->hooks->progress) {
+		p->repo.progress = on_progress;
+		p->repo.progress_ctx = p;
+	}
+	r = box_repo_fetch(&p->repo, it->name, a->layer_digest, a->layer_size, out, err);
+	p->repo.progress = NULL;
+	if (r < 0 || lseek(out, 0, SEEK_SET) < 0) {
 		if (!err->message[0])
 			box_err_sys(err, "lseek");
 		close(out);
@@ -333,7 +349,7 @@ static int pinned_source(struct pull *p, char *ref, size_t size)
 	return 1;
 }
 
-cJSON *box_pull(const cJSON *req, struct box_err *err)
+cJSON *box_pull(const cJSON *req, const struct box_pull_hooks *hooks, struct box_err *err)
 {
 	const cJSON *specs = cJSON_GetObjectItemCaseSensitive(req, "artifacts"), *s;
 	const char *lock = box_json_get_str(req, "lock", "box.lock");
@@ -344,6 +360,7 @@ cJSON *box_pull(const cJSON *req, struct box_err *err)
 	size_t i;
 
 	memset(&p, 0, sizeof(p));
+	p.hooks = hooks;
 	box_lock_init(&p.snapshot);
 	p.frozen = box_json_get_bool(req, "frozen", 0);
 	if (cJSON_GetArraySize(specs) == 0) {

@@ -22,6 +22,13 @@ extern const struct box_field box_pull_fields[];
  * Returns {"ok", "artifacts": [{name, version, digest, kind, path, bytes, cached}], "lock"}
  * or NULL with err.
  */
-cJSON *box_pull(const cJSON *req, struct box_err *err);
+struct box_pull_hooks {
+	/* optional: called as the layer of name is fetched (bytes so far, its size); the caller
+	 * decides whether and where to show it */
+	void (*progress)(void *ctx, const char *name, int64_t done, int64_t total);
+	void *ctx;
+};
+
+cJSON *box_pull(const cJSON *req, const struct box_pull_hooks *hooks, struct box_err *err);
 
 #endif

@@ -800,6 +800,7 @@ struct xfer {
 	int64_t blob_off, blob_limit, range_from;
 	int blob_err;                 /* 1 too long, 2 bad Content-Range, 3 write error, 4 hash */
 	int blob_errno;
+	const struct box_registry *reg;  /* for its progress callback (blob downloads) */
 
 	CURL *c;
 	int decided, to_err;
@@ -952,6 +953,8 @@ static size_t on_write(char *p, size_t size, size_t nmemb, void *ud)
 			return 0;
 		}
 		x->blob_off += (int64_t)n;
+		if (x->reg && x->reg->progress)
+			x->reg->progress(x->reg->progress_ctx, x->blob_off, x->blob_limit);
 		return n;
 	}
 	if (x->out) {
@@ -1593,6 +1596,7 @@ int box_registry_get_blob(struct box_registry *reg, const char *name, const char
 		x.blob_off = have;
 		x.blob_limit = expected_size;
 		x.range_from = have;
+		x.reg = reg;
 		if (have > 0) {
 			snprintf(range, sizeof(range), "Range: bytes=%lld-", (long long)have);
 			x.extra[0] = range;

@@ -53,6 +53,10 @@ struct box_registry {
 	int use_basic;         /* the registry asked for Basic */
 	char *token;           /* cached Bearer token */
 	void *curl;            /* CURL handle reused for connection reuse */
+
+	/* optional: called as blob bytes arrive (done so far, expected size); set by the caller */
+	void (*progress)(void *ctx, int64_t done, int64_t total);
+	void *progress_ctx;
 };
 
 /*

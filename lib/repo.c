@@ -140,6 +140,8 @@ static int copy_checked(struct box_repo *r, const char *digest, int64_t size, in
 			box_err_sys(err, "write the blob copy");
 			goto out;
 		}
+		if (r->progress)
+			r->progress(r->progress_ctx, total, size);
 	}
 	if (box_sha256_final(&h, md, err) < 0)
 		goto out;
@@ -161,6 +163,8 @@ int box_repo_fetch(struct box_repo *r, const char *name, const char *digest, int
 {
 	if (!r->remote)
 		return copy_checked(r, digest, size, outfd, err);
+	r->reg.progress = r->progress;
+	r->reg.progress_ctx = r->progress_ctx;
 	return box_registry_get_blob(&r->reg, name, digest, outfd, size, err);
 }
 

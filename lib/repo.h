@@ -11,6 +11,9 @@
 #include "registry.h"
 
 struct box_repo {
+	/* optional: called as a blob is fetched (bytes so far, expected size) */
+	void (*progress)(void *ctx, int64_t done, int64_t total);
+	void *progress_ctx;
 	int remote;
 	struct box_oci oci;
 	struct box_registry reg;

@@ -797,3 +797,18 @@ open(p, "wb").write(b.replace(b"tar.gz\"", b"tar.gZ\"", 1))' "$f"
 	assert_equal "$status" 0
 	assert_output --regexp '^box-pull \(box\) [0-9]+\.[0-9]+\.[0-9]+$'
 }
+
+@test "progress goes to stderr only when stderr is a terminal" {
+	command -v script >/dev/null || skip "script (util-linux) is not installed"
+	pack prog 1.0.0 >/dev/null
+	run --separate-stderr box-pull prog
+	assert_equal "$status" 0
+	assert_equal "$stderr" ""
+	rm -rf "$STORE" box.lock
+	# under a pseudo-terminal the same pull shows a progress line
+	run script -qec "box-pull prog" /dev/null
+	assert_equal "$status" 0
+	[[ $output == *"box-pull: prog "*"100%"* ]]
+	# and the JSON still comes out whole on stdout
+	grep -q '"name":"prog"' <<<"$output"
+}
