@@ -229,6 +229,31 @@ fail:
 	return NULL;
 }
 
+/* index.json for lookups (find_tag, box_oci_tags): parsed again only when the file changed,
+ * so that resolving many names in one layout does not parse it once per name. The tree is
+ * borrowed from the cache. */
+static const cJSON *cached_index(struct box_oci *o, struct box_err *err)
+{
+	struct stat st;
+	long long ct;
+
+	if (fstatat(o->dirfd, "index.json", &st, AT_SYMLINK_NOFOLLOW) < 0) {
+		cJSON_Delete(o->index_cache);
+		o->index_cache = NULL;
+		return read_index(o, err);   /* reports the error as it is */
+	}
+	ct = (long long)st.st_ctim.tv_sec * 1000000000LL + st.st_ctim.tv_nsec;
+	if (o->index_cache && o->index_ino == (unsigned long long)st.st_ino &&
+	    o->index_size == (unsigned long long)st.st_size && o->index_ctime_ns == ct)
+		return o->index_cache;
+	cJSON_Delete(o->index_cache);
+	o->index_cache = read_index(o, err);
+	o->index_ino = (unsigned long long)st.st_ino;
+	o->index_size = (unsigned long long)st.st_size;
+	o->index_ctime_ns = ct;
+	return o->index_cache;
+}
+
 /* Creates what a new layout needs, under the index lock so that two creators agree. */
 static int create_layout(int dirfd, struct box_err *err)
 {
@@ -273,6 +298,7 @@ int box_oci_open(const char *path, int create, struct box_oci *o, struct box_err
 
 	o->dirfd = o->blobsfd = -1;
 	o->lock_timeout_ms = 10000;
+	o->index_cache = NULL;
 	if (!path || !path[0])
 		return box_err_set(err, BOX_E_INVALID, "empty OCI layout path");
 	if (create && mkdir(path, 0755) < 0 && errno != EEXIST) {
@@ -316,6 +342,8 @@ fail:
 
 void box_oci_close(struct box_oci *o)
 {
+	cJSON_Delete(o->index_cache);
+	o->index_cache = NULL;
 	if (o->blobsfd >= 0)
 		close(o->blobsfd);
 	if (o->dirfd >= 0)
@@ -759,7 +787,7 @@ static int read_manifest(struct box_oci *o, const char *digest, int64_t want, st
 static int find_tag(struct box_oci *o, const char *ref, char dg[BOX_OCI_DIGEST_LEN],
 		    int64_t *size, struct box_err *err)
 {
-	cJSON *index = read_index(o, err);
+	const cJSON *index = cached_index(o, err);
 	const cJSON *d;
 	int r = -1, found = 0;
 
@@ -783,7 +811,6 @@ static int find_tag(struct box_oci *o, const char *ref, char dg[BOX_OCI_DIGEST_L
 	}
 	if (!found)
 		box_err_set(err, BOX_E_NOT_FOUND, "%s: no such tag", ref);
-	cJSON_Delete(index);
 	return r;
 }
 
@@ -877,7 +904,8 @@ static int cmp_str(const void *a, const void *b)
 
 cJSON *box_oci_tags(struct box_oci *o, const char *name, struct box_err *err)
 {
-	cJSON *index, *out = NULL;
+	const cJSON *index;
+	cJSON *out = NULL;
 	const cJSON *d;
 	const char **tags = NULL;
 	size_t n = 0, cap = 0, plen;
@@ -885,7 +913,7 @@ cJSON *box_oci_tags(struct box_oci *o, const char *name, struct box_err *err)
 	if (box_oci_name_check(name, err) < 0)
 		return NULL;
 	plen = strlen(name);
-	index = read_index(o, err);
+	index = cached_index(o, err);
 	if (!index)
 		return NULL;
 	cJSON_ArrayForEach(d, cJSON_GetObjectItemCaseSensitive(index, "manifests")) {
@@ -921,13 +949,11 @@ cJSON *box_oci_tags(struct box_oci *o, const char *name, struct box_err *err)
 		cJSON_AddItemToArray(out, s);
 	}
 	free(tags);
-	cJSON_Delete(index);
 	return out;
 oom:
 	box_err_set(err, BOX_E_INTERNAL, "out of memory");
 	cJSON_Delete(out);
 	free(tags);
-	cJSON_Delete(index);
 	return NULL;
 }
 

@@ -38,6 +38,11 @@ struct box_oci {
 	int dirfd;       /* the layout directory */
 	int blobsfd;     /* blobs/sha256 */
 	int lock_timeout_ms;
+	/* the last index.json read for lookups, kept while the file is the same one (inode,
+	 * size, change time): index.json is only ever replaced by rename */
+	cJSON *index_cache;
+	unsigned long long index_ino, index_size;
+	long long index_ctime_ns;
 };
 
 /*
