@@ -1,5 +1,4 @@
 /* box-lock: resolve box.json into box.lock, verify the store, check a lockfile in CI. */
-#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -26,14 +25,11 @@ static const struct box_cli cli = {
 
 int main(int argc, char **argv)
 {
-	enum box_cli_next next;
 	struct box_err err;
 	cJSON *req, *res;
 	int rest, status;
 	const char *command = NULL;
 
-	signal(SIGPIPE, SIG_IGN);
-	box_err_init(&err);
 	/* the command word comes first and the flags after it (box-lock check --frozen) */
 	if (argc > 1 && argv[1][0] != '-') {
 		command = argv[1];
@@ -41,10 +37,9 @@ int main(int argc, char **argv)
 		argv++;
 		argc--;
 	}
-	if (box_cli_parse(&cli, argc, argv, &req, &rest, &next, &status, &err) < 0)
-		return box_cli_fail(&cli, &err);
-	if (next == BOX_CLI_DONE)
+	if (!box_cli_start(&cli, argc, argv, &req, &rest, &status))
 		return status;
+	box_err_init(&err);
 	if (!command && rest < argc)
 		command = argv[rest++];
 	if (command) {

@@ -1,5 +1,4 @@
 /* box-pack: pack a directory into a content-addressed artifact and put it in a registry. */
-#include <signal.h>
 #include <stdio.h>
 
 #include "cli.h"
@@ -21,17 +20,13 @@ static const struct box_cli cli = {
 
 int main(int argc, char **argv)
 {
-	enum box_cli_next next;
 	struct box_err err;
 	cJSON *req, *res;
 	int rest, status;
 
-	signal(SIGPIPE, SIG_IGN);
-	box_err_init(&err);
-	if (box_cli_parse(&cli, argc, argv, &req, &rest, &next, &status, &err) < 0)
-		return box_cli_fail(&cli, &err);
-	if (next == BOX_CLI_DONE)
+	if (!box_cli_start(&cli, argc, argv, &req, &rest, &status))
 		return status;
+	box_err_init(&err);
 	if (rest < argc) {
 		if (rest + 1 < argc || cJSON_GetObjectItemCaseSensitive(req, "dir")) {
 			cJSON_Delete(req);

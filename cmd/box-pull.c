@@ -1,5 +1,4 @@
 /* box-pull: fetch artifacts, verify them, extract them safely into the store, pin them. */
-#include <signal.h>
 #include <stdio.h>
 #include <unistd.h>
 
@@ -37,17 +36,13 @@ int main(int argc, char **argv)
 {
 	int last = -1;
 	struct box_pull_hooks hooks = { isatty(2) ? progress : NULL, &last };
-	enum box_cli_next next;
 	struct box_err err;
 	cJSON *req, *res;
 	int rest, status;
 
-	signal(SIGPIPE, SIG_IGN);
-	box_err_init(&err);
-	if (box_cli_parse(&cli, argc, argv, &req, &rest, &next, &status, &err) < 0)
-		return box_cli_fail(&cli, &err);
-	if (next == BOX_CLI_DONE)
+	if (!box_cli_start(&cli, argc, argv, &req, &rest, &status))
 		return status;
+	box_err_init(&err);
 	if (rest < argc) {
 		cJSON_DeleteItemFromObjectCaseSensitive(req, "artifacts");
 		cJSON_AddItemToObject(req, "artifacts",

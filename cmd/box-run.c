@@ -1,6 +1,5 @@
 /* box-run: run a Lua 5.4 script in a locked-down VM and print one JSON result. */
 #include <fcntl.h>
-#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -82,17 +81,13 @@ int main(int argc, char **argv)
 {
 	struct printed printed = { 0, 0 };
 	struct box_run_hooks hooks = { on_event, on_result, &printed };
-	enum box_cli_next next;
 	struct box_err err;
 	cJSON *req, *res;
 	int rest, status;
 
-	signal(SIGPIPE, SIG_IGN);
-	box_err_init(&err);
-	if (box_cli_parse(&cli, argc, argv, &req, &rest, &next, &status, &err) < 0)
-		return box_cli_fail(&cli, &err);
-	if (next == BOX_CLI_DONE)
+	if (!box_cli_start(&cli, argc, argv, &req, &rest, &status))
 		return status;
+	box_err_init(&err);
 	if (positional(req, argc, argv, rest, &err) < 0) {
 		cJSON_Delete(req);
 		return box_cli_fail(&cli, &err);

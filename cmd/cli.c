@@ -1,4 +1,5 @@
 #include <errno.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -336,6 +337,21 @@ fail:
 	cJSON_Delete(*req);
 	*req = NULL;
 	return -1;
+}
+
+int box_cli_start(const struct box_cli *cli, int argc, char **argv, cJSON **req, int *rest,
+		  int *status)
+{
+	enum box_cli_next next;
+	struct box_err err;
+
+	signal(SIGPIPE, SIG_IGN);
+	box_err_init(&err);
+	if (box_cli_parse(cli, argc, argv, req, rest, &next, status, &err) < 0) {
+		*status = box_cli_fail(cli, &err);
+		return 0;
+	}
+	return next == BOX_CLI_GO;
 }
 
 int box_cli_emit(const cJSON *obj)

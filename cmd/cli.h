@@ -34,6 +34,13 @@ enum box_cli_next {
 int box_cli_parse(const struct box_cli *cli, int argc, char **argv, cJSON **req, int *rest,
 		  enum box_cli_next *next, int *status, struct box_err *err);
 
+/* The start every driver shares: SIGPIPE ignored (a closed stdout is an EPIPE, handled where
+ * output is written), argv parsed by box_cli_parse. Returns 1 with *req (the caller owns it)
+ * to go on, or 0 when main should return *status: --help, --version or --describe was
+ * printed, or the failure was reported. */
+int box_cli_start(const struct box_cli *cli, int argc, char **argv, cJSON **req, int *rest,
+		  int *status);
+
 /* Prints one JSON object (one line) to stdout and flushes; 0, or -1 when stdout failed. */
 int box_cli_emit(const cJSON *obj);
 
