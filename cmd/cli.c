@@ -218,13 +218,17 @@ int box_cli_parse(const struct box_cli *cli, int argc, char **argv, cJSON **req,
 		  enum box_cli_next *next, int *status, struct box_err *err)
 {
 	cJSON *flags = cJSON_CreateObject(), *m;
-	int i, json = 0;
+	int i, json = 0, npos = 0;
+	char **pos = cli->permute ? calloc((size_t)argc + 1, sizeof(*pos)) : NULL;
 
 	*req = NULL;
 	*next = BOX_CLI_GO;
 	*status = 0;
-	if (!flags)
+	if (!flags || (cli->permute && !pos)) {
+		cJSON_Delete(flags);
+		free(pos);
 		return box_err_set(err, BOX_E_INTERNAL, "out of memory");
+	}
 	for (i = 1; i < argc; i++) {
 		const char *a = argv[i];
 		const struct box_field *f = NULL;
@@ -236,6 +240,10 @@ int box_cli_parse(const struct box_cli *cli, int argc, char **argv, cJSON **req,
 		if (strcmp(a, "--") == 0) {
 			i++;
 			break;
+		}
+		if ((a[0] != '-' || a[1] == 0) && pos) {
+			pos[npos++] = argv[i];
+			continue;
 		}
 		if (a[0] != '-' || a[1] == 0)
 			break;
@@ -293,6 +301,17 @@ int box_cli_parse(const struct box_cli *cli, int argc, char **argv, cJSON **req,
 		if (set_flag(flags, f, negated, val, err) < 0)
 			goto fail;
 	}
+	if (pos) {
+		/* argv[1..i) held flags and positionals: the positionals take the places just
+		 * before those after "--", which stay where they are */
+		int k;
+
+		i -= npos;
+		for (k = 0; k < npos; k++)
+			argv[i + k] = pos[k];
+		free(pos);
+		pos = NULL;
+	}
 	*rest = i;
 	if (json) {
 		if (read_request(req, err) < 0)
@@ -328,11 +347,13 @@ int box_cli_parse(const struct box_cli *cli, int argc, char **argv, cJSON **req,
 	}
 	return 0;
 done:
+	free(pos);
 	cJSON_Delete(flags);
 	if (fflush(stdout) != 0 && errno != EPIPE)
 		*status = 8;
 	return 0;
 fail:
+	free(pos);
 	cJSON_Delete(flags);
 	cJSON_Delete(*req);
 	*req = NULL;

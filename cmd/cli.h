@@ -17,6 +17,8 @@ struct box_cli {
 	const struct box_field *fields;
 	const char *request_schema;  /* JSON text */
 	const char *result_schema;   /* JSON text */
+	int permute;                 /* positional arguments may stand between the flags (GNU
+				      * style); "--" ends the flags */
 };
 
 enum box_cli_next {
@@ -28,7 +30,8 @@ enum box_cli_next {
  * Parses argv: every field is a flag (--timeout-ms 5 for timeout_ms; --x/--no-x for booleans;
  * repeated flags for arrays of strings), --json reads the request object from stdin (at most
  * BOX_MAX_REQUEST_BYTES) and the flags are merged over it. Stops at the first positional
- * argument or after "--". The request is checked against the fields (unknown members, types,
+ * argument or after "--"; with cli->permute, positional arguments are moved (in order) to the
+ * end of argv, before those that follow "--", and parsing goes on past them. The request is checked against the fields (unknown members, types,
  * ranges) before it is returned. Returns -1 with usage/invalid_request on error.
  */
 int box_cli_parse(const struct box_cli *cli, int argc, char **argv, cJSON **req, int *rest,

@@ -179,3 +179,14 @@ int box_write_all(int fd, const void *p, size_t n)
 	}
 	return 0;
 }
+
+int box_fmt(char *out, size_t n, const char *fmt, ...)
+{
+	va_list ap;
+	int r;
+
+	va_start(ap, fmt);
+	r = vsnprintf(out, n, fmt, ap);
+	va_end(ap);
+	return r < 0 || (size_t)r >= n ? -1 : r;
+}

@@ -52,4 +52,8 @@ int box_buf_read_file(struct box_buf *b, int dirfd, const char *path, struct box
 /* Writes all n bytes to fd, retrying short writes and EINTR; -1 with errno on failure. */
 int box_write_all(int fd, const void *p, size_t n);
 
+/* snprintf into a fixed buffer (paths, mostly): returns the length, or -1 when out was too
+ * small (out then holds the cut text). */
+int box_fmt(char *out, size_t n, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
 #endif

@@ -514,7 +514,8 @@ int box_sbstate_read(const char *dir, const char *id, struct box_sbstate *s,
 	return rc;
 }
 
-int box_sbstate_write(const char *dir, struct box_sbstate *s, struct box_err *err)
+static int write_record(const char *dir, struct box_sbstate *s, int durable,
+			struct box_err *err)
 {
 	char *text;
 	size_t len;
@@ -535,10 +536,22 @@ int box_sbstate_write(const char *dir, struct box_sbstate *s, struct box_err *er
 		close(fd);
 		return -1;
 	}
-	rc = box_atomic_write(fd, STATE_FILE, text, len, 0600, err);
+	rc = durable ? box_atomic_write(fd, STATE_FILE, text, len, 0600, err) :
+		       box_atomic_replace(fd, STATE_FILE, text, len, 0600, err);
 	free(text);
 	close(fd);
 	return rc;
+}
+
+int box_sbstate_write(const char *dir, struct box_sbstate *s, struct box_err *err)
+{
+	return write_record(dir, s, 1, err);
+}
+
+int box_sbstate_touch(const char *dir, struct box_sbstate *s, struct box_err *err)
+{
+	box_sbstate_now(s->last_used_at);
+	return write_record(dir, s, 0, err);
 }
 
 int box_sbstate_delete(const char *dir, const char *id, struct box_err *err)

@@ -117,6 +117,12 @@ int box_sbstate_read(const char *dir, const char *id, struct box_sbstate *s,
 int box_sbstate_write(const char *dir, struct box_sbstate *s, struct box_err *err);
 
 /*
+ * Sets s->last_used_at to now and replaces the record like box_sbstate_write, atomically but
+ * without fsync: for the use stamp every operation leaves, which need not survive a crash.
+ */
+int box_sbstate_touch(const char *dir, struct box_sbstate *s, struct box_err *err);
+
+/*
  * Removes dir/<id>/state.json, then the session directory when it is empty (other contents,
  * workspace/ and such, are the caller's). Returns 0, or -1 with not_found (no record),
  * invalid_request (bad id) or io_error.

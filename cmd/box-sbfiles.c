@@ -1,0 +1,183 @@
+/* box-sbfiles: the helper box-sandbox starts for the file work that needs libcrypto and
+ * libarchive (listing /output, snapshots, restores), so box-sandbox itself never loads them. */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "json.h"
+#include "sbfiles.h"
+#include "banned.h"
+
+static const char usage[] =
+	"Usage: box-sbfiles outputs [--max-files N] DIR\n"
+	"       box-sbfiles snapshot SRC_DIR SNAP_DIR\n"
+	"       box-sbfiles restore SNAP_DIR DIGEST DEST_PARENT NAME\n"
+	"       box-sbfiles --help | --version\n"
+	"\n"
+	"File work of box-sandbox, not meant to be run by hand. Prints one JSON object.\n"
+	"  outputs   list the files under DIR: path, size, sha256 (symlinks never followed)\n"
+	"  snapshot  pack SRC_DIR into SNAP_DIR/<hex>.tar.gz and print its digest\n"
+	"  restore   replace DEST_PARENT/NAME with the snapshot DIGEST from SNAP_DIR\n";
+
+static const struct box_cli cli = { .name = "box-sbfiles" };
+
+static int open_dir(const char *path, struct box_err *err)
+{
+	int fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+
+	if (fd < 0 && errno == ENOENT)
+		return box_err_set(err, BOX_E_NOT_FOUND, "%s does not exist", path);
+	if (fd < 0)
+		return box_err_sys(err, "cannot open %s", path);
+	return fd;
+}
+
+static cJSON *outputs(int argc, char **argv, struct box_err *err)
+{
+	unsigned long long max = 0;
+	cJSON *list, *res;
+	char *end;
+	int fd;
+
+	if (argc == 3 && strcmp(argv[0], "--max-files") == 0) {
+		errno = 0;
+		max = strtoull(argv[1], &end, 10);
+		if (errno || end == argv[1] || *end || argv[1][0] == '-' || max == 0 ||
+		    max > 100000000) {
+			box_err_set(err, BOX_E_USAGE, "--max-files needs a positive integer");
+			return NULL;
+		}
+		argv += 2;
+		argc -= 2;
+	}
+	if (argc != 1 || argv[0][0] == '-') {
+		box_err_set(err, BOX_E_USAGE, "usage: box-sbfiles outputs [--max-files N] DIR");
+		return NULL;
+	}
+	fd = open_dir(argv[0], err);
+	if (fd < 0)
+		return NULL;
+	list = box_sbfiles_outputs(fd, (size_t)max, err);
+	close(fd);
+	if (!list)
+		return NULL;
+	res = cJSON_CreateObject();
+	if (!res || !cJSON_AddTrueToObject(res, "ok")) {
+		cJSON_Delete(res);
+		cJSON_Delete(list);
+		box_err_set(err, BOX_E_INTERNAL, "out of memory");
+		return NULL;
+	}
+	cJSON_AddItemToObject(res, "outputs", list);
+	return res;
+}
+
+static cJSON *snapshot(int argc, char **argv, struct box_err *err)
+{
+	char digest[BOX_SBFILES_DIGEST_LEN + 1];
+	struct box_sbfiles_stats st;
+	int src, snap, r;
+	cJSON *res;
+
+	if (argc != 2) {
+		box_err_set(err, BOX_E_USAGE, "usage: box-sbfiles snapshot SRC_DIR SNAP_DIR");
+		return NULL;
+	}
+	src = open_dir(argv[0], err);
+	if (src < 0)
+		return NULL;
+	snap = open_dir(argv[1], err);
+	if (snap < 0) {
+		close(src);
+		return NULL;
+	}
+	r = box_sbfiles_snapshot(src, snap, digest, &st, err);
+	close(src);
+	close(snap);
+	if (r < 0)
+		return NULL;
+	res = cJSON_CreateObject();
+	if (!res || !cJSON_AddTrueToObject(res, "ok") ||
+	    !cJSON_AddStringToObject(res, "digest", digest) ||
+	    !box_json_add_int64(res, "archive_bytes", st.archive_bytes) ||
+	    !box_json_add_int64(res, "entries", st.entries) ||
+	    !box_json_add_int64(res, "files", st.files) ||
+	    !box_json_add_int64(res, "bytes", st.bytes) ||
+	    !cJSON_AddBoolToObject(res, "existed", st.existed)) {
+		cJSON_Delete(res);
+		box_err_set(err, BOX_E_INTERNAL, "out of memory");
+		return NULL;
+	}
+	return res;
+}
+
+static cJSON *restore(int argc, char **argv, struct box_err *err)
+{
+	int snap, parent, r;
+	cJSON *res;
+
+	if (argc != 4) {
+		box_err_set(err, BOX_E_USAGE,
+			    "usage: box-sbfiles restore SNAP_DIR DIGEST DEST_PARENT NAME");
+		return NULL;
+	}
+	snap = open_dir(argv[0], err);
+	if (snap < 0)
+		return NULL;
+	parent = open_dir(argv[2], err);
+	if (parent < 0) {
+		close(snap);
+		return NULL;
+	}
+	r = box_sbfiles_restore(snap, argv[1], parent, argv[3], err);
+	close(snap);
+	close(parent);
+	if (r < 0)
+		return NULL;
+	res = cJSON_CreateObject();
+	if (!res || !cJSON_AddTrueToObject(res, "ok") ||
+	    !cJSON_AddStringToObject(res, "digest", argv[1])) {
+		cJSON_Delete(res);
+		box_err_set(err, BOX_E_INTERNAL, "out of memory");
+		return NULL;
+	}
+	return res;
+}
+
+int main(int argc, char **argv)
+{
+	struct box_err err;
+	cJSON *res = NULL;
+	int status;
+
+	signal(SIGPIPE, SIG_IGN);
+	box_err_init(&err);
+	if (argc == 2 && strcmp(argv[1], "--help") == 0) {
+		fputs(usage, stdout);
+		return fflush(stdout) == 0 ? 0 : 8;
+	}
+	if (argc == 2 && strcmp(argv[1], "--version") == 0) {
+		puts("box-sbfiles (box) " PACKAGE_VERSION);
+		return fflush(stdout) == 0 ? 0 : 8;
+	}
+	if (argc < 2)
+		box_err_set(&err, BOX_E_USAGE, "a command is needed (see --help)");
+	else if (strcmp(argv[1], "outputs") == 0)
+		res = outputs(argc - 2, argv + 2, &err);
+	else if (strcmp(argv[1], "snapshot") == 0)
+		res = snapshot(argc - 2, argv + 2, &err);
+	else if (strcmp(argv[1], "restore") == 0)
+		res = restore(argc - 2, argv + 2, &err);
+	else
+		box_err_set(&err, BOX_E_USAGE, "unknown command \"%s\" (see --help)", argv[1]);
+	if (!res)
+		return box_cli_fail(&cli, &err);
+	status = box_cli_emit(res) < 0 && errno != EPIPE ? 8 : 0;
+	cJSON_Delete(res);
+	return status;
+}

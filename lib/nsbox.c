@@ -1,0 +1,1355 @@
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <net/if.h>
+#include <sys/ioctl.h>
+#include <sys/mount.h>
+#include <sys/prctl.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <sys/syscall.h>
+#include <sys/sysmacros.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "nsbox.h"
+#include "atomic.h"
+#include "buf.h"
+#include "confine.h"
+#include "json.h"
+#include "sbcopy.h"
+#include "sbjail.h"
+#include "sbstate.h"
+#include "utf8.h"
+#include "banned.h"
+
+#define NS_FLAGS (CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWIPC | \
+		  CLONE_NEWUTS)
+#define START_TIMEOUT_MS 10000
+#define STOP_TIMEOUT_MS 5000
+#define FREEZE_TIMEOUT_MS 2000
+#define REPORT_MAX 512
+#define TICK_MS 50
+#define DISK_EVERY_MS 500
+#define GRACE_MS 3000
+
+static const char *const reserved[] = {
+	"/proc", "/dev", "/usr", "/etc", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32",
+	"/workspace", "/input", "/output", "/tmp", "/run/box",
+};
+
+static const char *const sysdirs[] = { "bin", "sbin", "lib", "lib32", "lib64", "libx32" };
+
+static const char *const etc_masked_files[] = {
+	"shadow", "shadow-", "gshadow", "gshadow-", "sudoers", "security/opasswd", "machine-id",
+	"ssh/ssh_host_rsa_key", "ssh/ssh_host_ecdsa_key", "ssh/ssh_host_ed25519_key",
+};
+
+static const char *const etc_masked_dirs[] = { "sudoers.d", "ssl/private", "credstore", "docker" };
+
+static const char *const proc_masked_files[] = {
+	"kcore", "sysrq-trigger", "keys", "key-users", "timer_list", "kallsyms", "sched_debug",
+	"latency_stats", "kmsg", "kpagecount", "kpageflags", "kpagecgroup", "config.gz", "vmcore",
+};
+
+static const char *const proc_ro_dirs[] = { "sys", "irq", "bus", "fs", "sysvipc" };
+static const char *const proc_masked_dirs[] = { "acpi", "scsi", "asound", "driver" };
+
+static const char *const devices[] = { "null", "zero", "full", "random", "urandom", "tty" };
+
+int box_nsbox_check_guest_path(const char *guest, struct box_err *err)
+{
+	char norm[4096];
+	size_t i, n;
+
+	if (!guest || guest[0] != '/')
+		return box_err_set(err, BOX_E_INVALID, "mount target must be an absolute path");
+	if (box_confine_normalize(guest, norm, sizeof(norm), err) < 0)
+		return -1;
+	if (strcmp(norm + 1, guest + 1) != 0 || norm[1] == 0 || strcmp(norm, ".") == 0)
+		return box_err_set(err, BOX_E_INVALID, "mount target '%.200s' is not a normal path",
+				   guest);
+	for (i = 0; i < sizeof(reserved) / sizeof(reserved[0]); i++) {
+		n = strlen(reserved[i]);
+		if (strncmp(guest, reserved[i], n) == 0 && (guest[n] == 0 || guest[n] == '/'))
+			return box_err_set(err, BOX_E_INVALID,
+					   "mount target '%.200s' is under %s, which box owns",
+					   guest, reserved[i]);
+	}
+	return 0;
+}
+
+int box_nsbox_supported(void)
+{
+	return access("/proc/self/ns/user", F_OK) == 0;
+}
+
+/* ---- the holder ---- */
+
+/* Reports a failure of the holder's set-up on the report pipe and exits. */
+static void __attribute__((noreturn)) die(int rep, const char *what, const char *arg)
+{
+	char msg[REPORT_MAX];
+	int n = box_fmt(msg, sizeof(msg), "E%s %.300s: %s\n", what, arg ? arg : "",
+			 strerror(errno));
+
+	if (n > 0)
+		(void)!write(rep, msg, (size_t)n < sizeof(msg) ? (size_t)n : sizeof(msg) - 1);
+	_exit(1);
+}
+
+/* The flags a remount of the bind at path must keep: the kernel refuses to clear the ones it
+ * locked when the mount came from a more privileged namespace. */
+static unsigned long kept_flags(const char *path)
+{
+	struct statvfs sv;
+	unsigned long f = 0;
+
+	if (statvfs(path, &sv) < 0)
+		return 0;
+	if (sv.f_flag & ST_NOEXEC)
+		f |= MS_NOEXEC;
+	if (sv.f_flag & ST_NOATIME)
+		f |= MS_NOATIME;
+	if (sv.f_flag & ST_NODIRATIME)
+		f |= MS_NODIRATIME;
+	if (sv.f_flag & ST_RELATIME)
+		f |= MS_RELATIME;
+	if (sv.f_flag & ST_RDONLY)
+		f |= MS_RDONLY;
+	return f;
+}
+
+static void bind_at(int rep, const char *src, const char *dst, int ro)
+{
+	unsigned long f;
+
+	if (mount(src, dst, NULL, MS_BIND | MS_REC, NULL) < 0)
+		die(rep, "bind", dst);
+	f = MS_REMOUNT | MS_BIND | MS_NOSUID | MS_NODEV | kept_flags(dst) | (ro ? MS_RDONLY : 0);
+	if (mount(NULL, dst, NULL, f, NULL) < 0)
+		die(rep, "remount", dst);
+}
+
+static void mkpath(int rep, const char *path, mode_t mode)
+{
+	char buf[4096];
+	size_t i, n = strlen(path);
+
+	if (n >= sizeof(buf))
+		die(rep, "mkdir", path);
+	memcpy(buf, path, n + 1);
+	for (i = 1; i <= n; i++) {
+		if (buf[i] != '/' && buf[i] != 0)
+			continue;
+		buf[i] = 0;
+		if (mkdir(buf, mode) < 0 && errno != EEXIST)
+			die(rep, "mkdir", buf);
+		buf[i] = i == n ? 0 : '/';
+	}
+}
+
+static void touch(int rep, const char *path)
+{
+	int fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
+
+	if (fd < 0)
+		die(rep, "create", path);
+	close(fd);
+}
+
+static void mask_file(int rep, const char *path)
+{
+	struct stat st;
+
+	if (lstat(path, &st) < 0 || !S_ISREG(st.st_mode))
+		return;
+	if (mount("/dev/null", path, NULL, MS_BIND, NULL) < 0)
+		die(rep, "mask", path);
+}
+
+static void mask_dir(int rep, const char *path)
+{
+	struct stat st;
+
+	if (lstat(path, &st) < 0 || !S_ISDIR(st.st_mode))
+		return;
+	if (mount("tmpfs", path, "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC,
+		  "size=0,mode=000") < 0)
+		die(rep, "mask", path);
+}
+
+static void path2(char *out, size_t n, const char *a, const char *b)
+{
+	box_fmt(out, n, "%s/%s", a, b);
+}
+
+static void build_dev(int rep, const char *root)
+{
+	char p[4096], src[64];
+	size_t i;
+
+	path2(p, sizeof(p), root, "dev");
+	if (mount("tmpfs", p, "tmpfs", MS_NOSUID | MS_NOEXEC, "size=64k,mode=755") < 0)
+		die(rep, "mount", "/dev");
+	for (i = 0; i < sizeof(devices) / sizeof(devices[0]); i++) {
+		box_fmt(p, sizeof(p), "%s/dev/%s", root, devices[i]);
+		box_fmt(src, sizeof(src), "/dev/%s", devices[i]);
+		touch(rep, p);
+		if (mount(src, p, NULL, MS_BIND, NULL) < 0)
+			die(rep, "bind", src);
+	}
+	box_fmt(p, sizeof(p), "%s/dev/fd", root);
+	(void)!symlink("/proc/self/fd", p);
+	box_fmt(p, sizeof(p), "%s/dev/stdin", root);
+	(void)!symlink("/proc/self/fd/0", p);
+	box_fmt(p, sizeof(p), "%s/dev/stdout", root);
+	(void)!symlink("/proc/self/fd/1", p);
+	box_fmt(p, sizeof(p), "%s/dev/stderr", root);
+	(void)!symlink("/proc/self/fd/2", p);
+	box_fmt(p, sizeof(p), "%s/dev/shm", root);
+	mkpath(rep, p, 01777);
+	if (mount("tmpfs", p, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, "size=16m,mode=1777") < 0)
+		die(rep, "mount", "/dev/shm");
+	box_fmt(p, sizeof(p), "%s/dev", root);
+	if (mount(NULL, p, NULL, MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NOEXEC, "size=64k,mode=755")
+	    < 0)
+		die(rep, "remount", "/dev");
+}
+
+static void build_proc(int rep, const char *root)
+{
+	char p[4096];
+	size_t i;
+
+	path2(p, sizeof(p), root, "proc");
+	if (mount("proc", p, "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0)
+		die(rep, "mount", "/proc");
+	for (i = 0; i < sizeof(proc_masked_files) / sizeof(proc_masked_files[0]); i++) {
+		box_fmt(p, sizeof(p), "%s/proc/%s", root, proc_masked_files[i]);
+		mask_file(rep, p);
+	}
+	for (i = 0; i < sizeof(proc_masked_dirs) / sizeof(proc_masked_dirs[0]); i++) {
+		box_fmt(p, sizeof(p), "%s/proc/%s", root, proc_masked_dirs[i]);
+		mask_dir(rep, p);
+	}
+	for (i = 0; i < sizeof(proc_ro_dirs) / sizeof(proc_ro_dirs[0]); i++) {
+		struct stat st;
+
+		box_fmt(p, sizeof(p), "%s/proc/%s", root, proc_ro_dirs[i]);
+		if (lstat(p, &st) == 0 && S_ISDIR(st.st_mode))
+			bind_at(rep, p, p, 1);
+	}
+}
+
+static void lo_up(int rep)
+{
+	struct ifreq ifr;
+	int s = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+
+	if (s < 0)
+		die(rep, "socket", "lo");
+	memset(&ifr, 0, sizeof(ifr));
+	box_fmt(ifr.ifr_name, sizeof(ifr.ifr_name), "lo");
+	if (ioctl(s, SIOCGIFFLAGS, &ifr) < 0)
+		die(rep, "ioctl", "lo");
+	ifr.ifr_flags |= IFF_UP;
+	if (ioctl(s, SIOCSIFFLAGS, &ifr) < 0)
+		die(rep, "ioctl", "lo");
+	close(s);
+}
+
+static void build_root(int rep, const struct box_nsbox_config *c)
+{
+	char root[4096], p[4096], src[4096], opts[64];
+	size_t i;
+	struct stat st;
+
+	if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
+		die(rep, "mount", "/ private");
+	box_fmt(root, sizeof(root), "%s/root", c->dir);
+	if (mount("tmpfs", root, "tmpfs", MS_NOSUID | MS_NODEV, "size=1m,mode=755") < 0)
+		die(rep, "mount", "root tmpfs");
+	for (i = 0; i < sizeof(sysdirs) / sizeof(sysdirs[0]); i++) {
+		char target[256];
+		ssize_t n;
+
+		box_fmt(src, sizeof(src), "/%s", sysdirs[i]);
+		path2(p, sizeof(p), root, sysdirs[i]);
+		if (lstat(src, &st) < 0)
+			continue;
+		if (S_ISLNK(st.st_mode)) {
+			n = readlink(src, target, sizeof(target) - 1);
+			if (n <= 0)
+				continue;
+			target[n] = 0;
+			if (symlink(target, p) < 0)
+				die(rep, "symlink", p);
+		} else if (S_ISDIR(st.st_mode)) {
+			mkpath(rep, p, 0755);
+			bind_at(rep, src, p, 1);
+		}
+	}
+	path2(p, sizeof(p), root, "usr");
+	mkpath(rep, p, 0755);
+	bind_at(rep, "/usr", p, 1);
+	path2(p, sizeof(p), root, "etc");
+	mkpath(rep, p, 0755);
+	bind_at(rep, "/etc", p, 1);
+	for (i = 0; i < sizeof(etc_masked_files) / sizeof(etc_masked_files[0]); i++) {
+		box_fmt(p, sizeof(p), "%s/etc/%s", root, etc_masked_files[i]);
+		mask_file(rep, p);
+	}
+	for (i = 0; i < sizeof(etc_masked_dirs) / sizeof(etc_masked_dirs[0]); i++) {
+		box_fmt(p, sizeof(p), "%s/etc/%s", root, etc_masked_dirs[i]);
+		mask_dir(rep, p);
+	}
+	path2(p, sizeof(p), root, "tmp");
+	mkpath(rep, p, 01777);
+	box_fmt(opts, sizeof(opts), "size=%lld,mode=1777",
+		 (long long)(c->disk_bytes > 0 ? c->disk_bytes : (int64_t)1 << 30));
+	if (mount("tmpfs", p, "tmpfs", MS_NOSUID | MS_NODEV, opts) < 0)
+		die(rep, "mount", "/tmp");
+	path2(p, sizeof(p), root, "dev");
+	mkpath(rep, p, 0755);
+	build_dev(rep, root);
+	path2(p, sizeof(p), root, "proc");
+	mkpath(rep, p, 0555);
+	build_proc(rep, root);
+	path2(p, sizeof(p), root, "workspace");
+	mkpath(rep, p, 0755);
+	path2(src, sizeof(src), c->dir, "workspace");
+	bind_at(rep, src, p, 0);
+	path2(p, sizeof(p), root, "input");
+	mkpath(rep, p, 0755);
+	path2(src, sizeof(src), c->dir, "input");
+	bind_at(rep, src, p, 1);
+	path2(p, sizeof(p), root, "output");
+	mkpath(rep, p, 0755);
+	path2(src, sizeof(src), c->dir, "output");
+	bind_at(rep, src, p, 0);
+	path2(p, sizeof(p), root, "run/box");
+	mkpath(rep, p, 0755);
+	path2(src, sizeof(src), c->dir, "run");
+	bind_at(rep, src, p, 1);
+	if (c->tool_bin) {
+		path2(p, sizeof(p), root, "usr/local/bin");
+		if (mount("tmpfs", p, "tmpfs", MS_NOSUID | MS_NODEV, "size=64k,mode=755") < 0)
+			die(rep, "mount", "/usr/local/bin");
+		path2(p, sizeof(p), root, "usr/local/bin/box-tool");
+		touch(rep, p);
+		bind_at(rep, c->tool_bin, p, 1);
+		path2(p, sizeof(p), root, "usr/local/bin");
+		if (mount(NULL, p, NULL, MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV,
+			  "size=64k,mode=755") < 0)
+			die(rep, "remount", "/usr/local/bin");
+	}
+	for (i = 0; i < c->nmounts; i++) {
+		box_fmt(p, sizeof(p), "%s%s", root, c->mounts[i].guest);
+		if (stat(c->mounts[i].host, &st) < 0)
+			die(rep, "mount source", c->mounts[i].host);
+		if (S_ISDIR(st.st_mode)) {
+			mkpath(rep, p, 0755);
+		} else {
+			char *slash;
+
+			box_fmt(src, sizeof(src), "%s", p);
+			slash = strrchr(src, '/');
+			*slash = 0;
+			mkpath(rep, src, 0755);
+			touch(rep, p);
+		}
+		bind_at(rep, c->mounts[i].host, p, c->mounts[i].ro);
+	}
+	if (mount(NULL, root, NULL, MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV, "size=1m,mode=755")
+	    < 0)
+		die(rep, "remount", "root");
+	if (chdir(root) < 0)
+		die(rep, "chdir", root);
+	if (syscall(SYS_pivot_root, ".", ".") < 0)
+		die(rep, "pivot_root", root);
+	if (umount2(".", MNT_DETACH) < 0)
+		die(rep, "umount", "old root");
+	if (chdir("/") < 0)
+		die(rep, "chdir", "/");
+}
+
+/* PID 1 of the sandbox: reaps whatever is orphaned inside. Every signal is blocked; those that
+ * guests send are taken and dropped, and SIGKILL from the host ends the namespace. */
+static void __attribute__((noreturn)) holder_loop(void)
+{
+	sigset_t all;
+	siginfo_t si;
+
+	sigfillset(&all);
+	sigprocmask(SIG_BLOCK, &all, NULL);
+	for (;;) {
+		if (sigwaitinfo(&all, &si) < 0)
+			continue;
+		if (si.si_signo == SIGCHLD)
+			while (waitpid(-1, NULL, WNOHANG) > 0)
+				;
+	}
+}
+
+static void close_from(int lowfd, int keep)
+{
+	int fd;
+
+	if (keep < lowfd) {
+		if (syscall(SYS_close_range, lowfd, ~0U, 0) == 0)
+			return;
+	} else {
+		if (keep > lowfd)
+			(void)syscall(SYS_close_range, lowfd, keep - 1, 0);
+		if (syscall(SYS_close_range, keep + 1, ~0U, 0) == 0)
+			return;
+	}
+	for (fd = lowfd; fd < 1024; fd++)
+		if (fd != keep)
+			close(fd);
+}
+
+static void __attribute__((noreturn)) holder_main(const struct box_nsbox_config *c, int rep,
+						  int go)
+{
+	char b;
+
+	if (read(go, &b, 1) != 1)
+		_exit(1);
+	close(go);
+	if (unshare(CLONE_NEWCGROUP) < 0)
+		die(rep, "unshare", "cgroup");
+	build_root(rep, c);
+	if (sethostname("box", 3) < 0)
+		die(rep, "sethostname", "box");
+	lo_up(rep);
+	prctl(PR_SET_DUMPABLE, 0);
+	(void)!write(rep, "R\n", 2);
+	close(rep);
+	holder_loop();
+}
+
+static int write_proc(pid_t pid, const char *file, const char *val)
+{
+	char p[64];
+	int fd, r;
+
+	box_fmt(p, sizeof(p), "/proc/%d/%s", (int)pid, file);
+	fd = open(p, O_WRONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	r = write(fd, val, strlen(val)) == (ssize_t)strlen(val) ? 0 : -1;
+	close(fd);
+	return r;
+}
+
+/* The keeper: parent of the holder on the host, off the caller's stdio. It maps the holder's
+ * ids, puts it in its groups, then waits for it, running the keeper tick meanwhile. */
+static void __attribute__((noreturn)) keeper_main(const struct box_nsbox_config *c,
+						  enum box_cg_mode cg, int rep)
+{
+	int go[2], devnull, pidfd;
+	pid_t h;
+	char msg[64];
+	struct box_err err;
+
+	box_err_init(&err);
+	setsid();
+	devnull = open("/dev/null", O_RDWR | O_CLOEXEC);
+	if (devnull >= 0) {
+		dup2(devnull, 0);
+		dup2(devnull, 1);
+		dup2(devnull, 2);
+	}
+	close_from(3, rep);
+	if (pipe2(go, O_CLOEXEC) < 0)
+		die(rep, "pipe", "");
+	h = (pid_t)syscall(SYS_clone, NS_FLAGS | SIGCHLD, NULL, NULL, NULL, NULL);
+	if (h < 0)
+		die(rep, "clone", "namespaces");
+	if (h == 0) {
+		close(go[1]);
+		holder_main(c, rep, go[0]);
+	}
+	close(go[0]);
+	box_fmt(msg, sizeof(msg), "0 %u 1", (unsigned)getuid());
+	if (write_proc(h, "setgroups", "deny") < 0 || write_proc(h, "uid_map", msg) < 0)
+		die(rep, "uid_map", "");
+	box_fmt(msg, sizeof(msg), "0 %u 1", (unsigned)getgid());
+	if (write_proc(h, "gid_map", msg) < 0)
+		die(rep, "gid_map", "");
+	if (box_cg_join(cg, c->id, h, &err) < 0) {
+		errno = EIO;
+		die(rep, "cgroup", err.message);
+	}
+	box_fmt(msg, sizeof(msg), "P%d\n", (int)h);
+	(void)!write(rep, msg, strlen(msg));
+	close(rep);
+	(void)!write(go[1], "g", 1);
+	close(go[1]);
+	pidfd = (int)syscall(SYS_pidfd_open, h, 0);
+	for (;;) {
+		int wait_ms = c->keeper_tick ? c->keeper_tick(c->keeper_ctx) : -1;
+		struct pollfd pfd = { pidfd, POLLIN, 0 };
+
+		if (pidfd < 0 || wait_ms < 0) {
+			waitpid(h, NULL, 0);
+			break;
+		}
+		if (poll(&pfd, 1, wait_ms) > 0) {
+			waitpid(h, NULL, 0);
+			break;
+		}
+	}
+	_exit(0);
+}
+
+static int64_t proc_start_time(pid_t pid)
+{
+	char p[64], buf[1024], *s;
+	int fd, i;
+	ssize_t n;
+
+	box_fmt(p, sizeof(p), "/proc/%d/stat", (int)pid);
+	fd = open(p, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return -1;
+	buf[n] = 0;
+	s = strrchr(buf, ')');
+	if (!s)
+		return -1;
+	/* field 3 follows ") "; the start time is field 22 */
+	for (i = 2; i < 22 && s; i++)
+		s = strchr(s + 1, ' ');
+	return s ? strtoll(s + 1, NULL, 10) : -1;
+}
+
+static char proc_state(pid_t pid)
+{
+	char p[64], buf[512], *s;
+	int fd;
+	ssize_t n;
+
+	box_fmt(p, sizeof(p), "/proc/%d/stat", (int)pid);
+	fd = open(p, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return 0;
+	buf[n] = 0;
+	s = strrchr(buf, ')');
+	return s && s[1] == ' ' ? s[2] : 0;
+}
+
+static int64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static int make_dirs(const char *dir, struct box_err *err)
+{
+	static const char *const sub[] = { "workspace", "input", "output", "root", "logs", "run" };
+	char p[4096];
+	size_t i;
+
+	for (i = 0; i < sizeof(sub) / sizeof(sub[0]); i++) {
+		path2(p, sizeof(p), dir, sub[i]);
+		if (mkdir(p, 0755) < 0 && errno != EEXIST)
+			return box_err_sys(err, "cannot create %s", p);
+	}
+	return 0;
+}
+
+int box_nsbox_start(const struct box_nsbox_config *c, struct box_nsbox_inst *out,
+		    struct box_err *err)
+{
+	int rep[2];
+	pid_t k;
+	char buf[REPORT_MAX];
+	size_t got = 0;
+	int64_t deadline;
+	pid_t holder = 0;
+	int ready = 0;
+	enum box_cg_mode cg;
+	struct box_cg_limits lim = { c->memory, c->pids };
+
+	if (!box_nsbox_supported())
+		return box_err_set(err, BOX_E_UNSUPPORTED, "this kernel has no user namespaces");
+	if (c->dir[0] != '/')
+		return box_err_set(err, BOX_E_INTERNAL, "session directory must be absolute");
+	if (make_dirs(c->dir, err) < 0)
+		return -1;
+	cg = box_cg_detect();
+	if (box_cg_create(cg, c->id, &lim, err) < 0)
+		return -1;
+	if (pipe2(rep, O_CLOEXEC) < 0)
+		return box_err_sys(err, "pipe");
+	k = fork();
+	if (k < 0) {
+		close(rep[0]);
+		close(rep[1]);
+		return box_err_sys(err, "fork");
+	}
+	if (k == 0) {
+		close(rep[0]);
+		keeper_main(c, cg, rep[1]);
+	}
+	close(rep[1]);
+	deadline = now_ms() + START_TIMEOUT_MS;
+	/* "P<pid>" from the keeper, then "R" from the holder, or "E<what>" from either */
+	while (!ready) {
+		struct pollfd pfd = { rep[0], POLLIN, 0 };
+		int64_t left = deadline - now_ms();
+		ssize_t n;
+		char *nl;
+
+		if (left <= 0) {
+			box_err_limit(err, BOX_E_TIMEOUT, "start_ms", START_TIMEOUT_MS, "ms",
+				      "the sandbox did not start within %d ms", START_TIMEOUT_MS);
+			break;
+		}
+		if (poll(&pfd, 1, (int)left) <= 0)
+			continue;
+		n = read(rep[0], buf + got, sizeof(buf) - 1 - got);
+		if (n <= 0) {
+			box_err_set(err, BOX_E_IO, "the sandbox's holder ended while starting");
+			break;
+		}
+		got += (size_t)n;
+		buf[got] = 0;
+		while ((nl = strchr(buf, '\n'))) {
+			*nl = 0;
+			if (buf[0] == 'P')
+				holder = (pid_t)strtol(buf + 1, NULL, 10);
+			else if (buf[0] == 'R')
+				ready = 1;
+			else if (buf[0] == 'E')
+				box_err_set(err, BOX_E_IO, "cannot build the sandbox: %s", buf + 1);
+			memmove(buf, nl + 1, got - (size_t)(nl + 1 - buf) + 1);
+			got -= (size_t)(nl + 1 - buf);
+			if (err->code != BOX_OK)
+				break;
+		}
+		if (err->code != BOX_OK)
+			break;
+		if (got >= sizeof(buf) - 1) {
+			box_err_set(err, BOX_E_INTERNAL, "garbled report from the holder");
+			break;
+		}
+	}
+	close(rep[0]);
+	waitpid(k, NULL, WNOHANG);
+	if (!ready || holder <= 0) {
+		struct box_nsbox_inst dead = { holder, -1, cg };
+
+		if (err->code == BOX_OK)
+			box_err_set(err, BOX_E_IO, "the sandbox did not report its holder");
+		if (holder > 0)
+			kill(holder, SIGKILL);
+		(void)box_nsbox_stop(&dead, c->id, &(struct box_err){ 0 });
+		return -1;
+	}
+	out->pid = holder;
+	out->start = proc_start_time(holder);
+	out->cg = cg;
+	if (out->start < 0)
+		return box_err_set(err, BOX_E_IO, "the sandbox's holder ended right after starting");
+	return 0;
+}
+
+/* A pidfd of the instance's holder, checked to be the same process the record names. */
+static int holder_pidfd(const struct box_nsbox_inst *i)
+{
+	int fd;
+
+	if (i->pid <= 0)
+		return -1;
+	fd = (int)syscall(SYS_pidfd_open, i->pid, 0);
+	if (fd < 0)
+		return -1;
+	if (proc_start_time(i->pid) != i->start) {
+		close(fd);
+		errno = ESRCH;
+		return -1;
+	}
+	return fd;
+}
+
+int box_nsbox_observe(const struct box_nsbox_inst *i, const char *id)
+{
+	int fd = holder_pidfd(i);
+	char st;
+
+	if (fd < 0)
+		return BOX_SB_OBS_ABSENT;
+	close(fd);
+	st = proc_state(i->pid);
+	if (st == 0 || st == 'Z' || st == 'X')
+		return BOX_SB_OBS_ABSENT;
+	if (i->cg != BOX_CG_NONE) {
+		int f = box_cg_frozen(i->cg, id);
+
+		if (f == 1)
+			return BOX_SB_OBS_PAUSED;
+		if (f == 0)
+			return BOX_SB_OBS_RUNNING;
+	}
+	return st == 'T' || st == 't' ? BOX_SB_OBS_PAUSED : BOX_SB_OBS_RUNNING;
+}
+
+/* Without a freezer: SIGSTOP/SIGCONT every process whose pid namespace is the holder's. */
+static int signal_tree(const struct box_nsbox_inst *i, int sig, struct box_err *err)
+{
+	char p[64], ns[64], other[64];
+	DIR *d;
+	struct dirent *e;
+	ssize_t n;
+	size_t seen = 0;
+
+	box_fmt(p, sizeof(p), "/proc/%d/ns/pid", (int)i->pid);
+	n = readlink(p, ns, sizeof(ns) - 1);
+	if (n <= 0)
+		return box_err_sys(err, "cannot read the sandbox's pid namespace");
+	ns[n] = 0;
+	d = opendir("/proc");
+	if (!d)
+		return box_err_sys(err, "cannot read /proc");
+	while ((e = readdir(d)) && seen++ < 4u << 20) {
+		long pid = strtol(e->d_name, NULL, 10);
+
+		if (pid <= 0)
+			continue;
+		box_fmt(p, sizeof(p), "/proc/%ld/ns/pid", pid);
+		n = readlink(p, other, sizeof(other) - 1);
+		if (n <= 0)
+			continue;
+		other[n] = 0;
+		if (strcmp(other, ns) == 0 || pid == i->pid)
+			kill((pid_t)pid, sig);
+	}
+	closedir(d);
+	return 0;
+}
+
+int box_nsbox_pause(const struct box_nsbox_inst *i, const char *id, struct box_err *err)
+{
+	int fd = holder_pidfd(i);
+
+	if (fd < 0)
+		return box_err_set(err, BOX_E_NOT_FOUND, "the sandbox's holder is gone");
+	close(fd);
+	if (i->cg != BOX_CG_NONE)
+		return box_cg_freeze(i->cg, id, 1, FREEZE_TIMEOUT_MS, err);
+	return signal_tree(i, SIGSTOP, err);
+}
+
+int box_nsbox_resume(const struct box_nsbox_inst *i, const char *id, struct box_err *err)
+{
+	int fd = holder_pidfd(i);
+
+	if (fd < 0)
+		return box_err_set(err, BOX_E_NOT_FOUND, "the sandbox's holder is gone");
+	close(fd);
+	if (i->cg != BOX_CG_NONE)
+		return box_cg_freeze(i->cg, id, 0, FREEZE_TIMEOUT_MS, err);
+	return signal_tree(i, SIGCONT, err);
+}
+
+int box_nsbox_stop(const struct box_nsbox_inst *i, const char *id, struct box_err *err)
+{
+	int fd = holder_pidfd(i);
+
+	if (fd >= 0) {
+		/* SIGKILL to PID 1 of a pid namespace ends everything in it, frozen or not */
+		(void)syscall(SYS_pidfd_send_signal, fd, SIGKILL, NULL, 0);
+		if (i->cg != BOX_CG_NONE)
+			(void)box_cg_freeze(i->cg, id, 0, FREEZE_TIMEOUT_MS, &(struct box_err){ 0 });
+		else
+			(void)signal_tree(i, SIGCONT, &(struct box_err){ 0 });
+		{
+			struct pollfd pfd = { fd, POLLIN, 0 };
+
+			(void)poll(&pfd, 1, STOP_TIMEOUT_MS);
+		}
+		close(fd);
+	}
+	return box_cg_destroy(i->cg, id, STOP_TIMEOUT_MS, err);
+}
+
+/* ---- exec ---- */
+
+/* What the supervisor (PID 1 of the command's own pid namespace) tells the host. */
+struct exec_status {
+	int32_t stage;      /* 0: the command ended; >0: set-up failed at this stage */
+	int32_t err_no;
+	int32_t exited, code, sig;
+	int32_t timed_out, killed;  /* killed: the host asked (cpu, disk) */
+};
+
+enum { ST_DONE, ST_CGROUP, ST_SETNS, ST_FORK, ST_UNSHARE, ST_SUPERVISE };
+
+static const char *const stage_name[] = {
+	"", "join the sandbox's groups", "join the sandbox's namespaces", "fork", "unshare",
+	"supervise",
+};
+
+struct exec_fds {
+	int out[2], errp[2], in[2], status[2], ctl[2];
+};
+
+static void send_status(int fd, const struct exec_status *s)
+{
+	(void)!write(fd, s, sizeof(*s));
+}
+
+static void __attribute__((noreturn)) fail_stage(int fd, int stage)
+{
+	struct exec_status s = { stage, errno, 0, 0, 0, 0, 0 };
+
+	send_status(fd, &s);
+	_exit(1);
+}
+
+static void __attribute__((noreturn)) command_main(const struct box_nsbox_config *c,
+						   const struct box_nsbox_exec *x,
+						   const struct exec_fds *f, int nocg)
+{
+	struct box_sbjail j = { 0 };
+	struct box_err err;
+	extern char **environ;
+	const char *cwd = x->cwd ? x->cwd : "/workspace";
+
+	box_err_init(&err);
+	setsid();
+	if (dup2(f->in[0], 0) < 0 || dup2(f->out[1], 1) < 0 || dup2(f->errp[1], 2) < 0)
+		_exit(126);
+	if (chdir(cwd) < 0) {
+		dprintf(2, "box-sandbox: cannot enter %s: %s\n", cwd, strerror(errno));
+		_exit(126);
+	}
+	j.fsize_bytes = c->disk_bytes;
+	j.cpu_seconds = x->cpu_ms > 0 ? (x->cpu_ms + 999) / 1000 : 0;
+	j.nofile = 1024;
+	if (nocg) {
+		j.as_bytes = c->memory;
+		j.nproc = c->pids;
+	}
+	if (box_sbjail_enter(&j, &err) < 0) {
+		dprintf(2, "box-sandbox: %s\n", err.message);
+		_exit(126);
+	}
+	environ = (char **)x->envp;
+	execvp(x->argv[0], x->argv);
+	dprintf(2, "box-sandbox: cannot run '%.200s': %s\n", x->argv[0], strerror(errno));
+	_exit(errno == ENOENT ? 127 : 126);
+}
+
+static int64_t mono_ms(void)
+{
+	return now_ms();
+}
+
+/* Ends everything in the sandbox but its holder and the caller: the exec that owns the
+ * sandbox (operations on a session are serialised) leaves nothing running behind it. The
+ * caller is a subreaper, so orphans come back to it and are reaped here. */
+static void kill_all(int64_t until)
+{
+	int status, rounds;
+
+	for (rounds = 0; rounds < 10000; rounds++) {
+		pid_t w;
+
+		kill(-1, SIGKILL);
+		while ((w = waitpid(-1, &status, WNOHANG)) > 0)
+			;
+		if (w < 0 && errno == ECHILD)
+			return;
+		if (mono_ms() > until)
+			return;
+		usleep(200);
+	}
+}
+
+/* The supervisor: a subreaper in the sandbox's pid namespace that starts the command, waits
+ * for it under the deadline, and then kills whatever the command left behind, double-forked
+ * daemons included (they are re-parented to it). */
+static void __attribute__((noreturn)) supervisor_main(const struct box_nsbox_config *c,
+						      const struct box_nsbox_exec *x,
+						      const struct exec_fds *f, int64_t deadline,
+						      int nocg)
+{
+	struct exec_status s = { 0 };
+	sigset_t chld;
+	int sfd, done = 0;
+	pid_t cmd;
+
+	prctl(PR_SET_DUMPABLE, 0);
+	prctl(PR_SET_CHILD_SUBREAPER, 1);
+	close(f->ctl[1]);
+	close(f->status[0]);
+	close(f->out[0]);
+	close(f->errp[0]);
+	if (f->in[1] >= 0)
+		close(f->in[1]);
+	sigemptyset(&chld);
+	sigaddset(&chld, SIGCHLD);
+	sigprocmask(SIG_BLOCK, &chld, NULL);
+	sfd = signalfd(-1, &chld, SFD_CLOEXEC | SFD_NONBLOCK);
+	if (sfd < 0)
+		fail_stage(f->status[1], ST_SUPERVISE);
+	cmd = fork();
+	if (cmd < 0)
+		fail_stage(f->status[1], ST_FORK);
+	if (cmd == 0) {
+		sigprocmask(SIG_UNBLOCK, &chld, NULL);
+		command_main(c, x, f, nocg);
+	}
+	close(f->in[0]);
+	close(f->out[1]);
+	close(f->errp[1]);
+	while (!done) {
+		struct pollfd p[2] = { { sfd, POLLIN, 0 }, { f->ctl[0], POLLIN, 0 } };
+		int64_t left = deadline - mono_ms();
+		int status;
+		pid_t w;
+
+		if (left <= 0) {
+			s.timed_out = 1;
+			break;
+		}
+		if (poll(p, 2, left > 1000 ? 1000 : (int)left) < 0 && errno != EINTR)
+			break;
+		if (p[1].revents) {
+			s.killed = 1;
+			break;
+		}
+		if (p[0].revents) {
+			struct signalfd_siginfo si;
+
+			while (read(sfd, &si, sizeof(si)) > 0)
+				;
+		}
+		while ((w = waitpid(-1, &status, WNOHANG)) > 0) {
+			if (w != cmd)
+				continue;
+			if (WIFEXITED(status)) {
+				s.exited = 1;
+				s.code = WEXITSTATUS(status);
+			} else {
+				s.sig = WTERMSIG(status);
+			}
+			done = 1;
+		}
+	}
+	kill_all(mono_ms() + 5000);
+	send_status(f->status[1], &s);
+	_exit(0);
+}
+
+struct capture {
+	struct box_buf head[2];     /* per stream, at most max_output_bytes */
+	struct box_buf mem;         /* both streams in order until the log is opened */
+	int logfd;
+	int64_t logged;
+	int truncated, log_cut;
+	int64_t lines;
+	int partial[2];
+	size_t max;
+	char logpath[4096];
+	const struct box_nsbox_config *c;
+};
+
+static int open_log(struct capture *cap)
+{
+	char name[96];
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	box_fmt(name, sizeof(name), "exec-%lld%03ld-%d.log", (long long)ts.tv_sec,
+		 ts.tv_nsec / 1000000, (int)getpid());
+	box_fmt(cap->logpath, sizeof(cap->logpath), "%s/logs/%s", cap->c->dir, name);
+	cap->logfd = open(cap->logpath, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+	if (cap->logfd < 0)
+		return -1;
+	if (box_write_all(cap->logfd, cap->mem.data, cap->mem.len) < 0)
+		return -1;
+	cap->logged = (int64_t)cap->mem.len;
+	box_buf_release(&cap->mem);
+	return 0;
+}
+
+static void capture_add(struct capture *cap, int stream, const char *p, size_t n)
+{
+	struct box_buf *h = &cap->head[stream - 1];
+	size_t room = h->len < cap->max ? cap->max - h->len : 0;
+	const char *q;
+	struct box_err ign;
+
+	for (q = p; (q = memchr(q, '\n', (size_t)(p + n - q))); q++)
+		cap->lines++;
+	cap->partial[stream - 1] = n > 0 ? p[n - 1] != '\n' : cap->partial[stream - 1];
+	if (room)
+		box_buf_append(h, p, n < room ? n : room, &ign);
+	if (n > room)
+		cap->truncated = 1;
+	if (cap->logfd < 0 && cap->mem.len + n <= cap->max * 2) {
+		box_buf_append(&cap->mem, p, n, &ign);
+		return;
+	}
+	if (cap->logfd < 0 && !cap->log_cut && open_log(cap) < 0) {
+		cap->log_cut = 1;
+		return;
+	}
+	if (cap->logfd < 0 || cap->log_cut)
+		return;
+	if (cap->logged + (int64_t)n > BOX_NSBOX_FULL_OUTPUT_MAX) {
+		n = (size_t)(BOX_NSBOX_FULL_OUTPUT_MAX - cap->logged);
+		cap->log_cut = 1;
+	}
+	if (box_write_all(cap->logfd, p, n) < 0)
+		cap->log_cut = 1;
+	cap->logged += (int64_t)n;
+}
+
+static void prune_logs(const char *dir)
+{
+	char p[4096];
+	struct dirent **names;
+	int n, k;
+
+	path2(p, sizeof(p), dir, "logs");
+	n = scandir(p, &names, NULL, alphasort);
+	if (n < 0)
+		return;
+	for (k = 0; k < n; k++) {
+		if (strncmp(names[k]->d_name, "exec-", 5) == 0 &&
+		    k < n - BOX_NSBOX_LOGS_KEPT - 2) {
+			char f[4096 + 300];
+
+			box_fmt(f, sizeof(f), "%s/%s", p, names[k]->d_name);
+			unlink(f);
+		}
+		free(names[k]);
+	}
+	free(names);
+}
+
+static int add_text(cJSON *res, const char *key, const struct box_buf *b, int *lossy)
+{
+	struct box_buf clean;
+	size_t n = box_utf8_cut(b->data ? b->data : "", b->len);
+	cJSON *s;
+	struct box_err ign;
+
+	box_buf_init(&clean, n * 3 + 1);
+	if (box_utf8_sanitize(b->data ? b->data : "", n, &clean, &ign) < 0) {
+		box_buf_release(&clean);
+		return -1;
+	}
+	if (clean.len != n || !box_utf8_valid(b->data ? b->data : "", n))
+		*lossy = 1;
+	s = cJSON_CreateString(clean.data ? clean.data : "");
+	box_buf_release(&clean);
+	if (!s)
+		return -1;
+	cJSON_AddItemToObject(res, key, s);
+	return 0;
+}
+
+static const char *sig_name(int sig)
+{
+	static char buf[16];
+	const char *abbrev = sigabbrev_np(sig);
+
+	if (!abbrev)
+		return "SIGUNKNOWN";
+	box_fmt(buf, sizeof(buf), "SIG%s", abbrev);
+	return buf;
+}
+
+static void close_pair(int p[2])
+{
+	if (p[0] >= 0)
+		close(p[0]);
+	if (p[1] >= 0)
+		close(p[1]);
+	p[0] = p[1] = -1;
+}
+
+cJSON *box_nsbox_exec(const struct box_nsbox_inst *i, const struct box_nsbox_config *c,
+		      const struct box_nsbox_exec *x, struct box_err *err)
+{
+	struct exec_fds f = { { -1, -1 }, { -1, -1 }, { -1, -1 }, { -1, -1 }, { -1, -1 } };
+	struct exec_status st = { 0 };
+	struct box_cg_counters before, after;
+	struct capture cap;
+	int pidfd, have_status = 0, nocg = i->cg == BOX_CG_NONE, lossy = 0;
+	int64_t start = mono_ms(), deadline = start + x->timeout_ms, last_disk = start;
+	size_t status_got = 0, in_off = 0;
+	const char *limit = NULL;
+	pid_t c1;
+	cJSON *res = NULL;
+
+	memset(&cap, 0, sizeof(cap));
+	cap.logfd = -1;
+	cap.c = c;
+	cap.max = x->max_output_bytes > 0 ? (size_t)x->max_output_bytes : 1 << 20;
+	box_buf_init(&cap.head[0], cap.max);
+	box_buf_init(&cap.head[1], cap.max);
+	box_buf_init(&cap.mem, cap.max * 2);
+	pidfd = holder_pidfd(i);
+	if (pidfd < 0)
+		return box_err_set(err, BOX_E_NOT_FOUND, "the sandbox's holder is gone"), NULL;
+	if (pipe2(f.out, O_CLOEXEC) < 0 || pipe2(f.errp, O_CLOEXEC) < 0 ||
+	    pipe2(f.status, O_CLOEXEC) < 0 || pipe2(f.ctl, O_CLOEXEC) < 0) {
+		box_err_sys(err, "pipe");
+		goto out;
+	}
+	if (x->stdin_data) {
+		if (pipe2(f.in, O_CLOEXEC) < 0) {
+			box_err_sys(err, "pipe");
+			goto out;
+		}
+	} else {
+		f.in[0] = open("/dev/null", O_RDONLY | O_CLOEXEC);
+		if (f.in[0] < 0) {
+			box_err_sys(err, "cannot open /dev/null");
+			goto out;
+		}
+	}
+	box_cg_counters(i->cg, c->id, &before);
+	c1 = fork();
+	if (c1 < 0) {
+		box_err_sys(err, "fork");
+		goto out;
+	}
+	if (c1 == 0) {
+		pid_t c2;
+
+		if (box_cg_join(i->cg, c->id, 0, &(struct box_err){ 0 }) < 0)
+			fail_stage(f.status[1], ST_CGROUP);
+		if (setns(pidfd, NS_FLAGS | CLONE_NEWCGROUP) < 0)
+			fail_stage(f.status[1], ST_SETNS);
+		close(pidfd);
+		c2 = fork();
+		if (c2 < 0)
+			fail_stage(f.status[1], ST_FORK);
+		if (c2 > 0)
+			_exit(0);
+		supervisor_main(c, x, &f, deadline, nocg);
+	}
+	close(pidfd);
+	pidfd = -1;
+	close(f.out[1]);
+	close(f.errp[1]);
+	close(f.status[1]);
+	close(f.ctl[0]);
+	close(f.in[0]);
+	f.out[1] = f.errp[1] = f.status[1] = f.ctl[0] = f.in[0] = -1;
+	if (f.in[1] >= 0)
+		fcntl(f.in[1], F_SETFL, O_NONBLOCK);
+	/* output until both streams close and the supervisor has reported */
+	while (f.out[0] >= 0 || f.errp[0] >= 0 || (!have_status && f.status[0] >= 0)) {
+		struct pollfd p[4];
+		int np = 0, k, wait_ms;
+		int64_t now = mono_ms();
+
+		if (now > deadline + GRACE_MS) {
+			if (f.ctl[1] >= 0)
+				close(f.ctl[1]);
+			f.ctl[1] = -1;
+			if (now > deadline + 2 * GRACE_MS)
+				break;
+		}
+		p[np++] = (struct pollfd){ f.out[0], POLLIN, 0 };
+		p[np++] = (struct pollfd){ f.errp[0], POLLIN, 0 };
+		p[np++] = (struct pollfd){ have_status ? -1 : f.status[0], POLLIN, 0 };
+		p[np++] = (struct pollfd){ f.in[1], POLLOUT, 0 };
+		wait_ms = (x->cpu_ms > 0 && !nocg) || c->disk_bytes > 0 ? TICK_MS : 1000;
+		if (poll(p, (nfds_t)np, wait_ms) < 0 && errno != EINTR)
+			break;
+		for (k = 0; k < 2; k++) {
+			char buf[65536];
+			ssize_t n;
+			int *fd = k == 0 ? &f.out[0] : &f.errp[0];
+
+			if (!p[k].revents || *fd < 0)
+				continue;
+			n = read(*fd, buf, sizeof(buf));
+			if (n > 0) {
+				capture_add(&cap, k + 1, buf, (size_t)n);
+				if (x->on_output)
+					x->on_output(x->ctx, k + 1, buf, (size_t)n);
+			} else if (n == 0 || errno != EINTR) {
+				close(*fd);
+				*fd = -1;
+			}
+		}
+		if (p[2].revents && !have_status) {
+			ssize_t n = read(f.status[0], (char *)&st + status_got, sizeof(st) - status_got);
+
+			if (n > 0)
+				status_got += (size_t)n;
+			if (status_got == sizeof(st))
+				have_status = 1;
+			if (n <= 0) {
+				close(f.status[0]);
+				f.status[0] = -1;
+			}
+		}
+		if (p[3].revents && f.in[1] >= 0) {
+			ssize_t n = write(f.in[1], (const char *)x->stdin_data + in_off,
+					  x->stdin_len - in_off);
+
+			if (n > 0)
+				in_off += (size_t)n;
+			if (n < 0 && errno != EAGAIN && errno != EINTR)
+				in_off = x->stdin_len;
+		}
+		if (f.in[1] >= 0 && in_off >= x->stdin_len) {
+			close(f.in[1]);
+			f.in[1] = -1;
+		}
+		now = mono_ms();
+		if (!limit && x->cpu_ms > 0 && !nocg) {
+			box_cg_counters(i->cg, c->id, &after);
+			if (after.cpu_ns >= 0 && before.cpu_ns >= 0 &&
+			    (after.cpu_ns - before.cpu_ns) / 1000000 > x->cpu_ms)
+				limit = "cpu";
+		}
+		if (!limit && c->disk_bytes > 0 && now - last_disk >= DISK_EVERY_MS) {
+			int64_t used = 0;
+			char p2[4096];
+			struct box_err ign;
+			int d;
+
+			last_disk = now;
+			path2(p2, sizeof(p2), c->dir, "workspace");
+			d = open(p2, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+			if (d >= 0) {
+				used = box_sbcopy_usage(d, 1000000, &ign);
+				close(d);
+			}
+			path2(p2, sizeof(p2), c->dir, "output");
+			d = open(p2, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+			if (d >= 0) {
+				int64_t u = box_sbcopy_usage(d, 1000000, &ign);
+
+				used += u > 0 ? u : 0;
+				close(d);
+			}
+			if (used > c->disk_bytes)
+				limit = "disk";
+		}
+		if (limit && f.ctl[1] >= 0) {
+			(void)!write(f.ctl[1], "k", 1);
+			close(f.ctl[1]);
+			f.ctl[1] = -1;
+		}
+	}
+	waitpid(c1, NULL, 0);
+	if (!have_status) {
+		/* kill -1 inside reaches the supervisor too: what it left may still run, so the
+		 * instance ends, and the next operation replaces it from the kept workspace */
+		(void)box_nsbox_stop(i, c->id, &(struct box_err){ 0 });
+		box_err_set(err, BOX_E_GUEST, "the command killed its supervisor; the sandbox's "
+			    "processes were ended and the next operation restarts it");
+		goto out;
+	}
+	if (st.stage != ST_DONE) {
+		errno = st.err_no;
+		if (st.stage == ST_SETNS && (errno == ESRCH || errno == EBADF))
+			box_err_set(err, BOX_E_NOT_FOUND, "the sandbox's holder is gone");
+		else
+			box_err_sys(err, "cannot %s", st.stage < 6 ? stage_name[st.stage] : "start");
+		goto out;
+	}
+	box_cg_counters(i->cg, c->id, &after);
+	if (st.timed_out)
+		limit = "timeout";
+	else if (!limit && st.sig == SIGXCPU)
+		limit = "cpu";
+	else if (!limit && st.sig == SIGXFSZ)
+		limit = "disk";
+	else if (!limit && after.oom_kills > before.oom_kills && before.oom_kills >= 0)
+		limit = "memory";
+	else if (!limit && after.pids_max_hits > before.pids_max_hits && before.pids_max_hits >= 0 &&
+		 !(st.exited && st.code == 0))
+		limit = "pids";
+	res = cJSON_CreateObject();
+	if (!res) {
+		box_err_set(err, BOX_E_INTERNAL, "out of memory");
+		goto out;
+	}
+	if (st.exited)
+		cJSON_AddNumberToObject(res, "exit_code", st.code);
+	else
+		cJSON_AddNullToObject(res, "exit_code");
+	if (st.sig)
+		cJSON_AddStringToObject(res, "signal", sig_name(st.sig));
+	else if (st.timed_out || st.killed)
+		cJSON_AddStringToObject(res, "signal", "SIGKILL");
+	else
+		cJSON_AddNullToObject(res, "signal");
+	if (add_text(res, "stdout", &cap.head[0], &lossy) < 0 ||
+	    add_text(res, "stderr", &cap.head[1], &lossy) < 0) {
+		cJSON_Delete(res);
+		res = NULL;
+		box_err_set(err, BOX_E_INTERNAL, "out of memory");
+		goto out;
+	}
+	cJSON_AddBoolToObject(res, "truncated", cap.truncated);
+	box_json_add_int64(res, "total_lines", cap.lines + cap.partial[0] + cap.partial[1]);
+	if (cap.truncated && cap.logfd >= 0) {
+		cJSON_AddStringToObject(res, "full_output_path", cap.logpath);
+		if (cap.log_cut)
+			cJSON_AddBoolToObject(res, "full_output_truncated", 1);
+	}
+	box_json_add_int64(res, "duration_ms", mono_ms() - start);
+	if (limit)
+		cJSON_AddStringToObject(res, "resource_limit", limit);
+	else
+		cJSON_AddNullToObject(res, "resource_limit");
+	cJSON_AddStringToObject(res, "limits_enforced_by", nocg ? "rlimit" : "cgroup");
+	if (lossy)
+		cJSON_AddBoolToObject(res, "lossy", 1);
+out:
+	if (pidfd >= 0)
+		close(pidfd);
+	close_pair(f.out);
+	close_pair(f.errp);
+	close_pair(f.in);
+	close_pair(f.status);
+	close_pair(f.ctl);
+	if (cap.logfd >= 0) {
+		close(cap.logfd);
+		if (!cap.truncated)
+			unlink(cap.logpath);
+		else
+			prune_logs(c->dir);
+	}
+	box_buf_release(&cap.head[0]);
+	box_buf_release(&cap.head[1]);
+	box_buf_release(&cap.mem);
+	return res;
+}

@@ -1,0 +1,92 @@
+/* Running a helper executable: bytes on stdin, bounded stdout, the tail of stderr, a wall
+ * timeout that kills its whole process group, an exact environment, only fds 0-2. */
+#ifndef BOX_PROC_H
+#define BOX_PROC_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "buf.h"
+#include "err.h"
+
+#define BOX_PROC_DEFAULT_TIMEOUT_MS 30000
+#define BOX_PROC_STDOUT_MAX ((size_t)16 << 20)  /* default cap on stdout */
+#define BOX_PROC_TAIL_MAX 400                   /* bytes of stderr kept for messages */
+#define BOX_PROC_ENV_MAX 64                     /* explicitly passed variables */
+#define BOX_PROC_DEFAULT_PATH "/usr/local/bin:/usr/bin:/bin"
+
+struct box_proc_opts {
+	const char *const *argv;   /* NULL-terminated; argv[0] is the path executed as is
+				    * (no PATH search) */
+	char *const *envp;         /* the whole environment, NULL-terminated; NULL: empty */
+	const char *cwd;           /* working directory of the child; NULL: inherited */
+	const void *in;            /* written to stdin, then stdin is closed */
+	size_t inlen;
+	int timeout_ms;            /* wall time of the whole run; <= 0: the default */
+	size_t max_stdout;         /* cap on stdout; 0: BOX_PROC_STDOUT_MAX */
+	size_t max_stderr;         /* last bytes of stderr kept; 0 or more than
+				    * BOX_PROC_TAIL_MAX: BOX_PROC_TAIL_MAX */
+};
+
+/*
+ * What a run came to. exited: the child ended by itself (exit_code valid) rather than by a
+ * signal (signal valid; a child killed for its timeout or its flood reports SIGKILL).
+ * out holds stdout (NUL-terminated; at most max_stdout bytes: on stdout_overflow the chunk
+ * that passed the cap is dropped); err_tail the last bytes of stderr on one printable line
+ * (newlines as spaces, control bytes as '?', trailing blanks trimmed); stderr_bytes counts
+ * all of stderr. Release with box_proc_result_release.
+ */
+struct box_proc_result {
+	int exited, exit_code, signal;
+	int timed_out;
+	int stdout_overflow;
+	struct box_buf out;
+	char err_tail[BOX_PROC_TAIL_MAX + 1];
+	size_t stderr_bytes;
+	int64_t duration_ms;
+};
+
+/* Frees r->out; *r stays usable for another box_proc_run. */
+void box_proc_result_release(struct box_proc_result *r);
+
+/*
+ * Runs o->argv[0] with o->argv and o->envp in a new process group, stdin a socket fed with
+ * o->in, stdout and stderr pipes, every other descriptor closed, signal dispositions and mask
+ * reset. Ends when the child has exited and both pipes are drained; anything left in its
+ * process group when it exits is killed (SIGKILL), as is the whole group when the timeout
+ * passes (timed_out) or stdout passes its cap (stdout_overflow). The child is always reaped.
+ *
+ * Returns 0 when the child ran, whatever its fate (check timed_out, stdout_overflow, exited,
+ * exit_code), with *r filled (box_proc_result_release it, also on failure). Returns -1 with
+ * err when it could not run: invalid_request (no argv), not_found / io_error (execve or chdir
+ * failed in the child: "cannot run PATH: strerror"), io_error / internal for pipes, fork,
+ * poll or memory.
+ */
+int box_proc_run(const struct box_proc_opts *o, struct box_proc_result *r, struct box_err *err);
+
+/* 1 if the variable name looks like a credential (*_TOKEN, *_KEY, *SECRET*, *PASSWORD*,
+ * *PASSWD*, *CREDENTIAL*, *API_KEY*, *AUTH*, *_PAT, *_PASS, AWS_*, AZURE_*, GOOGLE_*, GCP_*,
+ * SSH_*, ...; compared case-insensitively), 0 otherwise. */
+int box_proc_env_is_secret(const char *name);
+
+/* A clean environment under construction: v is NULL-terminated, the strings are owned. */
+struct box_proc_env {
+	char *v[BOX_PROC_ENV_MAX + 4];
+	size_t n;
+};
+
+/*
+ * Fills *e (which must be empty: {.n = 0}) with the variables of extra, then PATH (the host's,
+ * else BOX_PROC_DEFAULT_PATH), HOME and LANG (the host's, when set) unless extra named them.
+ * extra is NULL or NULL-terminated "NAME=VALUE" (or "NAME": the host's value, skipped when
+ * unset); of a name given twice the first wins. what ("provider", "tool") names the receiver
+ * in messages. Returns 0, or -1 with invalid_request (more than BOX_PROC_ENV_MAX variables, a
+ * bad name), policy_denied (a credential-shaped name: "credential-shaped variable X is never
+ * passed to a WHAT") or internal (OOM); *e is then to be released all the same.
+ */
+int box_proc_env_build(struct box_proc_env *e, const char *const *extra, const char *what,
+		       struct box_err *err);
+
+/* Frees the strings; *e is empty afterwards. */
+void box_proc_env_release(struct box_proc_env *e);
+
+#endif

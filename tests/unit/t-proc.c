@@ -1,0 +1,342 @@
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "proc.h"
+#include "tap.h"
+#include "banned.h"
+
+static char dir[64];
+
+/* 1 when pid is gone or a zombie nobody reaped yet (PID 1 of a container may not reap). */
+static int dead(pid_t pid)
+{
+	char path[64], buf[256];
+	ssize_t n;
+	char *p;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%ld/stat", (long)pid);
+	fd = open(path, O_RDONLY);
+	if (fd < 0)
+		return 1;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return 1;
+	buf[n] = 0;
+	p = strrchr(buf, ')');
+	return p && p[1] == ' ' && (p[2] == 'Z' || p[2] == 'X');
+}
+
+static int wait_dead(pid_t pid)
+{
+	int i;
+
+	for (i = 0; i < 100 && !dead(pid); i++)
+		usleep(20000);
+	return dead(pid);
+}
+
+static pid_t read_pid(const char *file)
+{
+	char path[256], buf[32];
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, file);
+	fd = open(path, O_RDONLY);
+	if (fd < 0)
+		return -1;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return -1;
+	buf[n] = 0;
+	return (pid_t)strtol(buf, NULL, 10);
+}
+
+static char *const plain_env[] = { "PATH=/usr/bin:/bin", NULL };
+
+/* Runs `sh -c script` with input and the given caps; returns box_proc_run's value. */
+static int sh(const char *script, const char *in, int timeout_ms, size_t max_stdout,
+	      struct box_proc_result *r, struct box_err *err)
+{
+	const char *argv[] = { "/bin/sh", "-c", script, NULL };
+	struct box_proc_opts o = {
+		.argv = argv, .envp = plain_env, .in = in, .inlen = in ? strlen(in) : 0,
+		.timeout_ms = timeout_ms, .max_stdout = max_stdout,
+	};
+
+	box_err_init(err);
+	return box_proc_run(&o, r, err);
+}
+
+static void test_basic(void)
+{
+	struct box_proc_result r;
+	struct box_err err;
+
+	is_int(sh("cat; echo oops >&2; exit 3", "hello", 5000, 0, &r, &err), 0, "a run");
+	is_str(r.out.data, "hello", "... stdin reached it and stdout came back");
+	is_int(r.exited, 1, "... exited by itself");
+	is_int(r.exit_code, 3, "... status 3");
+	is_int(r.timed_out, 0, "... not timed out");
+	is_str(r.err_tail, "oops", "... stderr tail");
+	is_int(r.stderr_bytes, 5, "... stderr bytes counted");
+	ok(r.duration_ms >= 0 && r.duration_ms < 5000, "... duration %lld ms",
+	   (long long)r.duration_ms);
+	box_proc_result_release(&r);
+
+	is_int(sh("exit 0", NULL, 5000, 0, &r, &err), 0, "no input, no output");
+	is_int(r.out.len, 0, "... empty stdout");
+	is_int(r.exit_code, 0, "... status 0");
+	box_proc_result_release(&r);
+}
+
+static void test_big_input(void)
+{
+	size_t n = 3u << 20, i;
+	char *in = malloc(n + 1);
+	struct box_proc_result r;
+	struct box_err err;
+
+	for (i = 0; i < n; i++)
+		in[i] = (char)('a' + i % 26);
+	in[n] = 0;
+	is_int(sh("cat", in, 20000, 0, &r, &err), 0, "3 MiB through cat");
+	ok(r.out.len == n && memcmp(r.out.data, in, n) == 0, "... came back whole");
+	box_proc_result_release(&r);
+	free(in);
+}
+
+static void test_env(void)
+{
+	const char *argv[] = { "/usr/bin/env", NULL };
+	char *const env[] = { "A=1", "B=two words", NULL };
+	struct box_proc_opts o = { .argv = argv, .envp = env, .timeout_ms = 5000 };
+	struct box_proc_result r;
+	struct box_err err;
+
+	setenv("GITHUB_TOKEN", "ghp_secret", 1);
+	box_err_init(&err);
+	is_int(box_proc_run(&o, &r, &err), 0, "env run");
+	is_str(r.out.data, "A=1\nB=two words\n", "... the environment is exactly envp");
+	box_proc_result_release(&r);
+	o.envp = NULL;
+	is_int(box_proc_run(&o, &r, &err), 0, "env run, envp NULL");
+	is_int(r.out.len, 0, "... empty environment");
+	box_proc_result_release(&r);
+}
+
+static void test_env_build(void)
+{
+	const char *extra[] = { "FOO=bar", "HOME=/h", "FOO=baz", "KUBECONTEXT", NULL };
+	const char *secret[] = { "OK=1", "MY_TOKEN=x", NULL };
+	const char *badname[] = { "1X=1", NULL };
+	const char *many[BOX_PROC_ENV_MAX + 2];
+	struct box_proc_env e = { .n = 0 };
+	struct box_err err;
+	size_t i;
+
+	setenv("KUBECONTEXT", "prod", 1);
+	unsetenv("LANG");
+	setenv("PATH", "/usr/bin:/bin", 1);
+	box_err_init(&err);
+	is_int(box_proc_env_build(&e, extra, "tool", &err), 0, "env build");
+	is_int(e.n, 4, "... four variables");
+	is_str(e.v[0], "FOO=bar", "... the first FOO wins");
+	is_str(e.v[1], "HOME=/h", "... explicit HOME kept");
+	is_str(e.v[2], "KUBECONTEXT=prod", "... a bare NAME takes the host value");
+	is_str(e.v[3], "PATH=/usr/bin:/bin", "... PATH from the host");
+	ok(e.v[4] == NULL, "... NULL-terminated, no LANG when unset");
+	box_proc_env_release(&e);
+
+	unsetenv("PATH");
+	is_int(box_proc_env_build(&e, NULL, "tool", &err), 0, "env build without PATH");
+	ok(e.n >= 1 && strcmp(e.v[0], "PATH=" BOX_PROC_DEFAULT_PATH) == 0, "... default PATH");
+	box_proc_env_release(&e);
+	setenv("PATH", "/usr/bin:/bin", 1);
+
+	is_int(box_proc_env_build(&e, secret, "tool", &err), -1, "credential-shaped variable");
+	is_int(err.code, BOX_E_POLICY, "... policy_denied");
+	is_str(err.message, "credential-shaped variable MY_TOKEN is never passed to a tool",
+	       "... message names it and the receiver");
+	box_proc_env_release(&e);
+
+	box_err_init(&err);
+	is_int(box_proc_env_build(&e, badname, "tool", &err), -1, "bad variable name");
+	is_int(err.code, BOX_E_INVALID, "... invalid_request");
+	box_proc_env_release(&e);
+
+	for (i = 0; i <= BOX_PROC_ENV_MAX; i++)
+		many[i] = "X=1";
+	many[BOX_PROC_ENV_MAX + 1] = NULL;
+	box_err_init(&err);
+	is_int(box_proc_env_build(&e, many, "tool", &err), -1, "too many variables");
+	is_int(err.code, BOX_E_INVALID, "... invalid_request");
+	box_proc_env_release(&e);
+
+	ok(box_proc_env_is_secret("GITHUB_TOKEN"), "GITHUB_TOKEN is secret");
+	ok(box_proc_env_is_secret("aws_region"), "aws_* is secret");
+	ok(!box_proc_env_is_secret("LANG"), "LANG is not");
+}
+
+static void test_fds(void)
+{
+	struct box_proc_result r;
+	struct box_err err;
+	int leak = open("/dev/null", O_RDONLY), leak2 = open("/dev/null", O_RDONLY);
+
+	/* a plain loop: a glob or ls would list its own directory descriptor */
+	is_int(sh("n=0; while [ $n -lt 256 ]; do [ -e /proc/$$/fd/$n ] && echo $n; "
+		  "n=$((n+1)); done", NULL, 5000, 0, &r, &err), 0, "fd listing");
+	is_str(r.out.data, "0\n1\n2\n", "... only fds 0-2 are open (fds %d and %d were not passed)",
+	       leak, leak2);
+	box_proc_result_release(&r);
+	close(leak);
+	close(leak2);
+}
+
+static void test_timeout(void)
+{
+	struct box_proc_result r;
+	struct box_err err;
+	char script[512];
+	pid_t child, grandchild;
+
+	snprintf(script, sizeof(script),
+		 "(sleep 60 & echo $! > %s/gc.pid); sleep 60 & echo $! > %s/c.pid; "
+		 "echo started; echo err >&2; wait", dir, dir);
+	is_int(sh(script, NULL, 400, 0, &r, &err), 0, "a run that times out");
+	is_int(r.timed_out, 1, "... timed_out");
+	is_int(r.exited, 0, "... did not exit by itself");
+	is_int(r.signal, SIGKILL, "... killed");
+	ok(r.duration_ms >= 400 && r.duration_ms < 3000, "... after about 400 ms (%lld)",
+	   (long long)r.duration_ms);
+	is_str(r.out.data, "started\n", "... output captured so far kept");
+	is_str(r.err_tail, "err", "... stderr tail kept");
+	child = read_pid("c.pid");
+	grandchild = read_pid("gc.pid");
+	ok(child > 0 && wait_dead(child), "... its child died too");
+	ok(grandchild > 0 && wait_dead(grandchild), "... and its orphaned grandchild");
+	box_proc_result_release(&r);
+
+	snprintf(script, sizeof(script), "sleep 60 & echo $! > %s/l.pid; echo '{}'", dir);
+	is_int(sh(script, NULL, 10000, 0, &r, &err), 0, "a run that leaves a child on stdout");
+	is_str(r.out.data, "{}\n", "... answer taken");
+	ok(r.duration_ms < 5000, "... without waiting for the child (%lld ms)",
+	   (long long)r.duration_ms);
+	is_int(r.exit_code, 0, "... status 0");
+	child = read_pid("l.pid");
+	ok(child > 0 && wait_dead(child), "... the leftover child was killed");
+	box_proc_result_release(&r);
+
+	is_int(sh("echo fast", NULL, 10000, 0, &r, &err), 0, "a quick run");
+	ok(r.duration_ms < 40, "... its end is seen at once (%lld ms)", (long long)r.duration_ms);
+	box_proc_result_release(&r);
+}
+
+static void test_caps(void)
+{
+	struct box_proc_result r;
+	struct box_err err;
+	const char *argv[] = { "/bin/sh", "-c",
+			       "echo early >&2; head -c 2000 /dev/zero | tr '\\0' x >&2; echo >&2; "
+			       "echo 'the end' >&2; exit 1", NULL };
+	struct box_proc_opts o = { .argv = argv, .envp = plain_env, .timeout_ms = 5000 };
+
+	is_int(sh("exec yes", NULL, 20000, 1000, &r, &err), 0, "a flood");
+	is_int(r.stdout_overflow, 1, "... stdout_overflow");
+	ok(r.out.len <= 1000, "... at most the cap kept (%zu)", r.out.len);
+	is_int(r.signal, SIGKILL, "... killed");
+	ok(r.duration_ms < 10000, "... stopped early");
+	box_proc_result_release(&r);
+
+	box_err_init(&err);
+	is_int(box_proc_run(&o, &r, &err), 0, "lots of stderr");
+	is_int(r.stderr_bytes, 6 + 2000 + 1 + 8, "... all counted");
+	is_int(strlen(r.err_tail), BOX_PROC_TAIL_MAX - 1,
+	       "... tail of the last %d bytes less the final newline", BOX_PROC_TAIL_MAX);
+	ok(strstr(r.err_tail, "x the end") != NULL, "... ends with the last line, newline as space");
+	ok(strstr(r.err_tail, "early") == NULL, "... the start dropped");
+	box_proc_result_release(&r);
+
+	o.max_stderr = 5;
+	is_int(box_proc_run(&o, &r, &err), 0, "stderr kept to 5 bytes");
+	is_str(r.err_tail, " end", "... the last 5 bytes, trailing newline trimmed");
+	box_proc_result_release(&r);
+}
+
+static void test_failures(void)
+{
+	const char *missing[] = { "/nonexistent/tool", NULL };
+	const char *pwd[] = { "/bin/pwd", NULL };
+	const char *kill_self[] = { "/bin/sh", "-c", "kill -TERM $$; sleep 5", NULL };
+	struct box_proc_opts o = { .argv = missing, .envp = plain_env, .timeout_ms = 5000 };
+	struct box_proc_result r;
+	struct box_err err;
+	char want[128];
+
+	box_err_init(&err);
+	is_int(box_proc_run(&o, &r, &err), -1, "missing executable");
+	is_int(err.code, BOX_E_NOT_FOUND, "... not_found");
+	ok(strncmp(err.message, "cannot run /nonexistent/tool: ", 30) == 0, "... %s", err.message);
+	box_proc_result_release(&r);
+
+	o.argv = pwd;
+	o.cwd = dir;
+	box_err_init(&err);
+	is_int(box_proc_run(&o, &r, &err), 0, "cwd");
+	snprintf(want, sizeof(want), "%s\n", dir);
+	is_str(r.out.data, want, "... the child runs in it");
+	box_proc_result_release(&r);
+	o.cwd = "/nonexistent";
+	box_err_init(&err);
+	is_int(box_proc_run(&o, &r, &err), -1, "missing cwd");
+	is_int(err.code, BOX_E_NOT_FOUND, "... not_found");
+	box_proc_result_release(&r);
+
+	o.cwd = NULL;
+	o.argv = NULL;
+	box_err_init(&err);
+	is_int(box_proc_run(&o, &r, &err), -1, "no argv");
+	is_int(err.code, BOX_E_INVALID, "... invalid_request");
+	box_proc_result_release(&r);
+
+	/* an ignored SIGTERM in the parent must not be inherited */
+	signal(SIGTERM, SIG_IGN);
+	o.argv = kill_self;
+	box_err_init(&err);
+	is_int(box_proc_run(&o, &r, &err), 0, "a child that signals itself");
+	is_int(r.exited, 0, "... did not exit");
+	is_int(r.signal, SIGTERM, "... SIGTERM, with the default disposition restored");
+	box_proc_result_release(&r);
+	signal(SIGTERM, SIG_DFL);
+}
+
+int main(void)
+{
+	char cmd[128];
+
+	signal(SIGPIPE, SIG_DFL);
+	snprintf(dir, sizeof(dir), "/tmp/t-proc.XXXXXX");
+	if (!mkdtemp(dir))
+		return 99;
+	test_basic();
+	test_big_input();
+	test_env();
+	test_fds();
+	test_timeout();
+	test_caps();
+	test_failures();
+	test_env_build();
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+	if (system(cmd))
+		printf("# cleanup failed\n");
+	return done_testing();
+}

@@ -1,0 +1,377 @@
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdint.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <archive.h>
+#include <archive_entry.h>
+
+#include "boxarchive.h"
+#include "sbfiles.h"
+#include "sha256.h"
+#include "tap.h"
+#include "banned.h"
+
+static char top[64];
+static int topfd = -1;
+
+static int put(int dfd, const char *name, const char *data, size_t n, mode_t mode)
+{
+	int fd = openat(dfd, name, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+
+	if (fd < 0)
+		return -1;
+	if (write(fd, data, n) != (ssize_t)n || fchmod(fd, mode) < 0) {
+		close(fd);
+		return -1;
+	}
+	return close(fd);
+}
+
+static int puts_at(int dfd, const char *name, const char *s)
+{
+	return put(dfd, name, s, strlen(s), 0644);
+}
+
+static int exists(int dfd, const char *name)
+{
+	struct stat sb;
+
+	return fstatat(dfd, name, &sb, AT_SYMLINK_NOFOLLOW) == 0;
+}
+
+static int count_entries(int dfd, const char *name)
+{
+	int fd = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	struct dirent *de;
+	int n = 0;
+	DIR *d;
+
+	if (fd < 0)
+		return -1;
+	d = fdopendir(fd);
+	if (!d) {
+		close(fd);
+		return -1;
+	}
+	while ((de = readdir(d)))
+		if (strcmp(de->d_name, ".") && strcmp(de->d_name, ".."))
+			n++;
+	closedir(d);
+	return n;
+}
+
+static int opendir_at(int dfd, const char *name)
+{
+	return openat(dfd, name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+}
+
+/* The tree digest of dfd/name, or "" when it cannot be computed. */
+static const char *tree_digest(int dfd, const char *name, char out[BOX_ARCHIVE_DIGEST_LEN + 1])
+{
+	struct box_err err;
+	int fd = opendir_at(dfd, name);
+
+	*out = 0;
+	if (fd < 0)
+		return out;
+	if (box_archive_tree_digest(fd, out, &err) < 0)
+		*out = 0;
+	close(fd);
+	return out;
+}
+
+static const char *member_str(const cJSON *o, const char *key)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+
+	return cJSON_IsString(v) ? v->valuestring : NULL;
+}
+
+static int64_t member_int(const cJSON *o, const char *key)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+	char *end;
+	long long n;
+
+	/* box_json_add_int64 makes raw nodes holding the exact digits */
+	if (!cJSON_IsRaw(v))
+		return -1;
+	n = strtoll(v->valuestring, &end, 10);
+	return *end ? -1 : n;
+}
+
+static void on_alarm(int sig)
+{
+	static const char msg[] = "Bail out! blocked (a FIFO was opened?)\n";
+
+	(void)sig;
+	if (write(1, msg, sizeof(msg) - 1) < 0)
+		_exit(2);
+	_exit(1);
+}
+
+/* ------------------------------------------------------------------ outputs */
+
+static void test_outputs(void)
+{
+	char hex[BOX_SHA256_HEX_LEN + 1];
+	struct box_err err;
+	const cJSON *e;
+	cJSON *arr;
+	int o;
+
+	mkdirat(topfd, "out", 0755);
+	o = opendir_at(topfd, "out");
+	puts_at(o, "b.txt", "bbb");
+	mkdirat(o, "a", 0755);
+	puts_at(o, "a/z.txt", "");
+	symlinkat("/etc/passwd", o, "link");
+	mkfifoat(o, "fifo", 0644);
+	mkdirat(o, "empty", 0755);
+	puts_at(o, "\xff.bin", "x");
+
+	signal(SIGALRM, on_alarm);
+	alarm(20);
+	box_err_init(&err);
+	arr = box_sbfiles_outputs(o, 0, &err);
+	alarm(0);
+	if (!ok(arr != NULL, "outputs lists the directory (a FIFO does not block it)")) {
+		printf("# %s\n", err.message);
+		close(o);
+		return;
+	}
+	is_int(cJSON_GetArraySize(arr), 4, "files and symlinks listed, FIFO and directories not");
+	e = cJSON_GetArrayItem(arr, 0);
+	is_str(member_str(e, "path"), "a/z.txt", "sorted by path, nested path relative");
+	is_int(member_int(e, "size"), 0, "empty file size 0");
+	is_str(member_str(e, "sha256"),
+	       "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855",
+	       "sha256 of the empty file");
+	e = cJSON_GetArrayItem(arr, 1);
+	box_sha256_buf("bbb", 3, hex, &err);
+	is_str(member_str(e, "path"), "b.txt", "second entry");
+	is_int(member_int(e, "size"), 3, "its size");
+	is_str(member_str(e, "sha256"), hex, "its sha256");
+	ok(!cJSON_GetObjectItemCaseSensitive(e, "type"), "a file has no type member");
+	e = cJSON_GetArrayItem(arr, 2);
+	is_str(member_str(e, "path"), "link", "a symlink is listed");
+	is_str(member_str(e, "type"), "symlink", "... as a symlink");
+	ok(!cJSON_GetObjectItemCaseSensitive(e, "sha256") &&
+	   !cJSON_GetObjectItemCaseSensitive(e, "size"), "... without reading its target");
+	e = cJSON_GetArrayItem(arr, 3);
+	is_str(member_str(e, "path"), "\xef\xbf\xbd.bin", "a non-UTF-8 name is sanitised");
+	ok(cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(e, "lossy")), "... and marked lossy");
+	cJSON_Delete(arr);
+
+	/* entries: b.txt a a/z.txt link fifo empty \xff.bin = 7 */
+	arr = box_sbfiles_outputs(o, 7, &err);
+	ok(arr != NULL, "max_files equal to the entries passes");
+	cJSON_Delete(arr);
+	arr = box_sbfiles_outputs(o, 6, &err);
+	ok(!arr && err.code == BOX_E_LIMIT, "one entry too many is limit_exceeded");
+	is_str(err.limit, "files", "... naming files");
+	is_int(err.configured, 6, "... with the configured cap");
+	close(o);
+
+	mkdirat(topfd, "none", 0755);
+	o = opendir_at(topfd, "none");
+	arr = box_sbfiles_outputs(o, 0, &err);
+	ok(cJSON_IsArray(arr) && cJSON_GetArraySize(arr) == 0, "an empty directory gives []");
+	cJSON_Delete(arr);
+	close(o);
+}
+
+/* ------------------------------------------------------------------ snapshot / restore */
+
+static void make_tree(void)
+{
+	int w;
+
+	mkdirat(topfd, "ws", 0755);
+	w = opendir_at(topfd, "ws");
+	puts_at(w, "hello.txt", "hello world\n");
+	put(w, "tool", "#!/bin/sh\necho hi\n", 18, 04755);
+	mkdirat(w, "sub", 0700);
+	mkdirat(w, "sub/deeper", 0755);
+	puts_at(w, "sub/deeper/data.json", "{\"a\": 1}\n");
+	mkdirat(w, "emptydir", 0755);
+	close(w);
+	mkdirat(topfd, "snaps", 0755);
+	mkdirat(topfd, "sessions", 0755);
+}
+
+/* Writes data under the name of its own digest: an archive that passes the check. */
+static void put_self_named(int snapfd, const void *data, size_t n, char digest[80])
+{
+	char hex[BOX_SHA256_HEX_LEN + 1], name[96];
+	struct box_err err;
+
+	box_sha256_buf(data, n, hex, &err);
+	snprintf(name, sizeof(name), "%s.tar.gz", hex);
+	put(snapfd, name, data, n, 0644);
+	snprintf(digest, 80, "sha256:%s", hex);
+}
+
+/* A tar.gz holding a file and a symlink, built with libarchive. */
+static size_t symlink_archive(char *buf, size_t cap)
+{
+	struct archive *a = archive_write_new();
+	struct archive_entry *e = archive_entry_new();
+	size_t used = 0;
+
+	archive_write_set_format_pax_restricted(a);
+	archive_write_add_filter_gzip(a);
+	archive_write_open_memory(a, buf, cap, &used);
+	archive_entry_set_pathname(e, "f");
+	archive_entry_set_filetype(e, AE_IFREG);
+	archive_entry_set_perm(e, 0644);
+	archive_entry_set_size(e, 1);
+	archive_write_header(a, e);
+	archive_write_data(a, "x", 1);
+	archive_entry_clear(e);
+	archive_entry_set_pathname(e, "evil");
+	archive_entry_set_filetype(e, AE_IFLNK);
+	archive_entry_set_perm(e, 0777);
+	archive_entry_set_symlink(e, "/etc");
+	archive_write_header(a, e);
+	archive_entry_free(e);
+	archive_write_close(a);
+	archive_write_free(a);
+	return used;
+}
+
+static void test_snapshot_restore(void)
+{
+	char d1[BOX_SBFILES_DIGEST_LEN + 1], d2[BOX_SBFILES_DIGEST_LEN + 1];
+	char t0[BOX_ARCHIVE_DIGEST_LEN + 1], t1[BOX_ARCHIVE_DIGEST_LEN + 1];
+	char t2[BOX_ARCHIVE_DIGEST_LEN + 1], name[96], hex[BOX_SHA256_HEX_LEN + 1];
+	char bad[80], abuf[4096];
+	struct box_sbfiles_stats st;
+	struct box_err err;
+	int64_t size;
+	int w, snap, sess, fd, r;
+	size_t n;
+
+	make_tree();
+	w = opendir_at(topfd, "ws");
+	snap = opendir_at(topfd, "snaps");
+	sess = opendir_at(topfd, "sessions");
+	tree_digest(topfd, "ws", t0);
+	ok(*t0, "tree digest of the source");
+
+	box_err_init(&err);
+	r = box_sbfiles_snapshot(w, snap, d1, &st, &err);
+	if (!is_int(r, 0, "snapshot succeeds"))
+		printf("# %s\n", err.message);
+	ok(!strncmp(d1, "sha256:", 7) && strlen(d1) == BOX_SBFILES_DIGEST_LEN,
+	   "digest is sha256:<64 hex>");
+	is_int(st.existed, 0, "a new snapshot");
+	is_int(st.files, 3, "files counted");
+	snprintf(name, sizeof(name), "%s.tar.gz", d1 + 7);
+	fd = openat(snap, name, O_RDONLY | O_CLOEXEC);
+	ok(fd >= 0, "the archive is named by its digest");
+	ok(fd >= 0 && box_sha256_fd(fd, hex, &size, &err) == 0 && !strcmp(hex, d1 + 7),
+	   "... which is the sha256 of its bytes");
+	is_int(size, st.archive_bytes, "archive_bytes is its size");
+	if (fd >= 0)
+		close(fd);
+
+	r = box_sbfiles_snapshot(w, snap, d2, &st, &err);
+	is_int(r, 0, "snapshot of the same tree again succeeds");
+	is_str(d2, d1, "... with the same digest");
+	is_int(st.existed, 1, "... keeping the existing snapshot");
+	is_int(count_entries(topfd, "snaps"), 1, "one archive, no temporaries");
+
+	r = box_sbfiles_restore(snap, d1, sess, "r1", &err);
+	if (!is_int(r, 0, "restore into an absent name succeeds"))
+		printf("# %s\n", err.message);
+	r = box_sbfiles_restore(snap, d1, sess, "r2", &err);
+	is_int(r, 0, "restore a second time succeeds");
+	is_str(tree_digest(sess, "r1", t1), t0, "the restored tree equals the source");
+	is_str(tree_digest(sess, "r2", t2), t1, "two restores give identical trees");
+	is_int(count_entries(topfd, "sessions"), 2, "no temporaries beside the restores");
+
+	fd = opendir_at(sess, "r1");
+	puts_at(fd, "added-later", "junk");
+	unlinkat(fd, "hello.txt", 0);
+	close(fd);
+	ok(strcmp(tree_digest(sess, "r1", t1), t0) != 0, "the tree was changed");
+	r = box_sbfiles_restore(snap, d1, sess, "r1", &err);
+	is_int(r, 0, "restore over an existing tree succeeds");
+	is_str(tree_digest(sess, "r1", t1), t0, "... and brings it back");
+	is_int(count_entries(topfd, "sessions"), 2, "... leaving no old tree behind");
+
+	/* a failed restore keeps the old tree */
+	fd = opendir_at(sess, "r1");
+	puts_at(fd, "marker", "old");
+	close(fd);
+	tree_digest(sess, "r1", t1);
+
+	fd = openat(snap, name, O_RDWR | O_CLOEXEC);
+	ok(fd >= 0 && pwrite(fd, "X", 1, 20) == 1, "tampered with the snapshot");
+	if (fd >= 0)
+		close(fd);
+	r = box_sbfiles_restore(snap, d1, sess, "r1", &err);
+	ok(r == -1 && err.code == BOX_E_INTEGRITY, "a tampered snapshot is integrity_failed");
+	is_str(tree_digest(sess, "r1", t2), t1, "... and the old tree is untouched");
+	is_int(count_entries(topfd, "sessions"), 2, "... with no temporary left");
+
+	put_self_named(snap, "this is not an archive", 22, bad);
+	r = box_sbfiles_restore(snap, bad, sess, "r1", &err);
+	ok(r == -1 && err.code == BOX_E_INTEGRITY, "a corrupt archive is integrity_failed");
+	is_str(tree_digest(sess, "r1", t2), t1, "... and the old tree is untouched");
+	is_int(count_entries(topfd, "sessions"), 2, "... with no temporary left");
+
+	n = symlink_archive(abuf, sizeof(abuf));
+	ok(n > 0, "built an archive holding a symlink");
+	put_self_named(snap, abuf, n, bad);
+	r = box_sbfiles_restore(snap, bad, sess, "r1", &err);
+	ok(r == -1 && err.code == BOX_E_INTEGRITY, "an archive with a symlink is refused");
+	is_str(tree_digest(sess, "r1", t2), t1, "... and the old tree is untouched");
+	is_int(count_entries(topfd, "sessions"), 2, "... with no temporary left");
+
+	r = box_sbfiles_restore(snap, "sha256:0000000000000000000000000000000000000000000000000000000000000000",
+				sess, "r1", &err);
+	ok(r == -1 && err.code == BOX_E_NOT_FOUND, "an unknown digest is not_found");
+	r = box_sbfiles_restore(snap, "sha256:xyz", sess, "r1", &err);
+	ok(r == -1 && err.code == BOX_E_INVALID, "a malformed digest is invalid_request");
+	r = box_sbfiles_restore(snap, "sha256:../../etc/passwd", sess, "r1", &err);
+	ok(r == -1 && err.code == BOX_E_INVALID, "a digest with a path is invalid_request");
+	r = box_sbfiles_restore(snap, d1, sess, "../r1", &err);
+	ok(r == -1 && err.code == BOX_E_INVALID, "a name with a slash is invalid_request");
+
+	/* a tree the archive format refuses: nothing is left in the snapshot directory */
+	n = (size_t)count_entries(topfd, "snaps");
+	symlinkat("hello.txt", w, "a-link");
+	r = box_sbfiles_snapshot(w, snap, d2, &st, &err);
+	ok(r == -1 && err.code == BOX_E_INVALID, "a symlink in the tree is invalid_request");
+	is_int(count_entries(topfd, "snaps"), n, "... and no temporary is left");
+
+	close(w);
+	close(snap);
+	close(sess);
+}
+
+int main(void)
+{
+	char cmd[256];
+
+	snprintf(top, sizeof(top), "/tmp/t-sbfiles-XXXXXX");
+	if (!mkdtemp(top)) {
+		perror("mkdtemp");
+		return 1;
+	}
+	topfd = open(top, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	test_outputs();
+	test_snapshot_restore();
+	close(topfd);
+	ok(exists(AT_FDCWD, top), "the scratch directory is still there");
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", top);
+	if (system(cmd) != 0)
+		printf("# could not remove %s\n", top);
+	return done_testing();
+}
