@@ -454,12 +454,14 @@ static int write_proc(pid_t pid, const char *file, const char *val)
 	return r;
 }
 
+static int64_t now_ms(void);
+
 /* The keeper: parent of the holder on the host, off the caller's stdio. It maps the holder's
  * ids, puts it in its groups, then waits for it, running the keeper tick meanwhile. */
 static void __attribute__((noreturn)) keeper_main(const struct box_nsbox_config *c,
 						  enum box_cg_mode cg, int rep)
 {
-	int go[2], devnull, pidfd;
+	int go[2], devnull, pidfd, serve;
 	pid_t h;
 	char msg[64];
 	struct box_err err;
@@ -472,7 +474,18 @@ static void __attribute__((noreturn)) keeper_main(const struct box_nsbox_config 
 		dup2(devnull, 1);
 		dup2(devnull, 2);
 	}
-	close_from(3, rep);
+	/* keep only the report pipe (fd 3) and the served socket (fd 4) */
+	rep = fcntl(rep, F_DUPFD_CLOEXEC, 100);
+	serve = c->serve_fd >= 0 ? fcntl(c->serve_fd, F_DUPFD_CLOEXEC, 100) : -1;
+	if (rep < 0 || dup3(rep, 3, O_CLOEXEC) < 0)
+		_exit(1);
+	rep = 3;
+	if (serve >= 0) {
+		if (dup3(serve, 4, O_CLOEXEC) < 0)
+			_exit(1);
+		serve = 4;
+	}
+	close_from(serve >= 0 ? 5 : 4, -1);
 	if (pipe2(go, O_CLOEXEC) < 0)
 		die(rep, "pipe", "");
 	h = (pid_t)syscall(SYS_clone, NS_FLAGS | SIGCHLD, NULL, NULL, NULL, NULL);
@@ -499,17 +512,34 @@ static void __attribute__((noreturn)) keeper_main(const struct box_nsbox_config 
 	(void)!write(go[1], "g", 1);
 	close(go[1]);
 	pidfd = (int)syscall(SYS_pidfd_open, h, 0);
-	for (;;) {
-		int wait_ms = c->keeper_tick ? c->keeper_tick(c->keeper_ctx) : -1;
-		struct pollfd pfd = { pidfd, POLLIN, 0 };
+	{
+		int64_t next_tick = 0;
 
-		if (pidfd < 0 || wait_ms < 0) {
-			waitpid(h, NULL, 0);
-			break;
-		}
-		if (poll(&pfd, 1, wait_ms) > 0) {
-			waitpid(h, NULL, 0);
-			break;
+		for (;;) {
+			struct pollfd pfd[2] = { { pidfd, POLLIN, 0 }, { serve, POLLIN, 0 } };
+			int wait_ms = -1;
+
+			if (c->keeper_tick && next_tick >= 0 && now_ms() >= next_tick) {
+				int ms = c->keeper_tick(c->keeper_ctx);
+
+				next_tick = ms < 0 ? -1 : now_ms() + ms;
+			}
+			if (next_tick >= 0 && c->keeper_tick)
+				wait_ms = (int)(next_tick - now_ms() > 0 ? next_tick - now_ms() : 0);
+			if (pidfd < 0) {
+				waitpid(h, NULL, 0);
+				break;
+			}
+			if (poll(pfd, serve >= 0 ? 2 : 1, wait_ms) < 0 && errno != EINTR)
+				break;
+			if (pfd[0].revents) {
+				waitpid(h, NULL, 0);
+				break;
+			}
+			if (serve >= 0 && pfd[1].revents && c->keeper_serve)
+				c->keeper_serve(serve, c->keeper_ctx);
+			while (waitpid(-1, NULL, WNOHANG) > 0)
+				;
 		}
 	}
 	_exit(0);

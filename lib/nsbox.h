@@ -34,6 +34,10 @@ struct box_nsbox_config {
 	 * milliseconds until it wants to run again, or < 0 to stop being called. NULL: never. */
 	int (*keeper_tick)(const void *ctx);
 	const void *keeper_ctx;
+	/* A listening socket the keeper serves while the holder lives (the tool socket):
+	 * keeper_serve(fd, keeper_ctx) is called when it is readable. -1: none. */
+	int serve_fd;
+	void (*keeper_serve)(int fd, const void *ctx);
 };
 
 struct box_nsbox_inst {

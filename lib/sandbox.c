@@ -19,6 +19,8 @@
 #include "provider.h"
 #include "sbcopy.h"
 #include "sbstate.h"
+#include "tools.h"
+#include "toolsrv.h"
 #include "utf8.h"
 #include "ws.h"
 #include "banned.h"
@@ -73,6 +75,8 @@ const struct box_field box_sandbox_fields[] = {
 	{ "digest", BOX_F_STRING, 0, 80, 0, "restore: the snapshot's digest", "sha256:HEX", 0 },
 	{ "from", BOX_F_STRING, 0, BOX_SBSTATE_ID_MAX, 0, "restore: take the snapshot from this "
 	  "session", "ID", 0 },
+	{ "tools", BOX_F_STRING, 0, 4096, 0, "create: grant the tools of this manifest or box.lock "
+	  "to box-tool inside the sandbox", "FILE", 0 },
 	{ NULL, 0, 0, 0, 0, NULL, NULL, 0 },
 };
 
@@ -353,6 +357,7 @@ static int parse_mounts(const cJSON *arr, struct mounts *ms, struct box_err *err
 static void config_of(const struct sb *s, struct box_nsbox_config *c, struct mounts *ms);
 
 static int keeper_tick(const void *ctx);
+static void keeper_serve(int fd, const void *ctx);
 
 static int local_start(struct sb *s, struct box_err *err)
 {
@@ -365,10 +370,35 @@ static int local_start(struct sb *s, struct box_err *err)
 			 err) < 0)
 		return -1;
 	config_of(s, &c, &ms);
+	if (c.tool_bin) {
+		char sock[PATH_MAX];
+
+		if (access(c.tool_bin, X_OK) < 0) {
+			mounts_release(&ms);
+			return box_err_sys(err, "box-tool (%s) cannot be run (set BOX_LIBEXEC_DIR or "
+					   "reinstall box)", c.tool_bin);
+		}
+		box_fmt(sock, sizeof(sock), "%s/run", s->sdir);
+		if (mkdir(sock, 0755) < 0 && errno != EEXIST) {
+			mounts_release(&ms);
+			return box_err_sys(err, "cannot create %s", sock);
+		}
+		box_fmt(sock, sizeof(sock), "%s/run/tool.sock", s->sdir);
+		c.serve_fd = box_toolsrv_listen(sock, err);
+		if (c.serve_fd < 0) {
+			mounts_release(&ms);
+			return -1;
+		}
+		c.keeper_serve = keeper_serve;
+	}
 	if (box_nsbox_start(&c, &i, err) < 0) {
+		if (c.serve_fd >= 0)
+			close(c.serve_fd);
 		mounts_release(&ms);
 		return -1;
 	}
+	if (c.serve_fd >= 0)
+		close(c.serve_fd);
 	mounts_release(&ms);
 	h = cJSON_CreateObject();
 	box_json_add_int64(h, "pid", i.pid);
@@ -473,11 +503,11 @@ static void config_of(const struct sb *s, struct box_nsbox_config *c, struct mou
 	c->mounts = ms ? ms->m : NULL;
 	c->nmounts = ms ? ms->n : 0;
 	box_fmt(tool_bin, sizeof(tool_bin), "%s/box-tool", libexec_dir());
-	c->tool_bin = NULL;
-	if (lim(s, "idle_pause_after_seconds", BOX_SANDBOX_DEFAULT_IDLE) > 0) {
+	c->tool_bin = box_json_get_str(pdata(s, "config"), "tools", NULL) ? tool_bin : NULL;
+	c->serve_fd = -1;
+	c->keeper_ctx = s;
+	if (lim(s, "idle_pause_after_seconds", BOX_SANDBOX_DEFAULT_IDLE) > 0)
 		c->keeper_tick = keeper_tick;
-		c->keeper_ctx = s;
-	}
 }
 
 struct exec_spec {
@@ -944,6 +974,28 @@ static int create_session(struct sb *s, struct box_err *err)
 							  "env"), 1) ?: cJSON_CreateArray());
 	cJSON_AddItemToObject(config, "mounts", cJSON_Duplicate(cJSON_GetObjectItemCaseSensitive(req,
 							     "mount"), 1) ?: cJSON_CreateArray());
+	if (box_json_get_str(req, "tools", NULL)) {
+		char abs[PATH_MAX];
+		struct box_toolset *set;
+
+		if (!is_local(provider))
+			return box_err_set(err, BOX_E_UNSUPPORTED, "--tools is a local provider "
+					   "feature"), cJSON_Delete(config), -1;
+		if (!realpath(box_json_get_str(req, "tools", ""), abs)) {
+			cJSON_Delete(config);
+			box_err_sys(err, "tools file %.200s", box_json_get_str(req, "tools", ""));
+			err->code = BOX_E_NOT_FOUND;
+			box_err_path(err, "$.tools");
+			return -1;
+		}
+		set = box_tools_load(abs, err);
+		if (!set) {
+			cJSON_Delete(config);
+			return -1;
+		}
+		box_tools_free(set);
+		cJSON_AddStringToObject(config, "tools", abs);
+	}
 	cJSON_AddItemToObject(s->rec.provider_data, "config", config);
 	if (box_sbstate_create(s->dir, &s->rec, err) < 0)
 		return -1;
@@ -1394,6 +1446,31 @@ static int keeper_tick(const void *ctx)
 	box_sbstate_release(&s.rec);
 	close((int)lockfd);
 	return (int)(idle_ms > 3600000 ? 3600000 : idle_ms);
+}
+
+/* The keeper's tool socket: the tools granted at create, loaded once, answered one
+ * connection at a time. */
+static void keeper_serve(int fd, const void *ctx)
+{
+	static struct box_toolset *set;
+	static int tried;
+	const struct sb *s = ctx;
+
+	if (!tried) {
+		struct box_err e;
+		const char *path = box_json_get_str(pdata(s, "config"), "tools", NULL);
+
+		box_err_init(&e);
+		tried = 1;
+		set = path ? box_tools_load(path, &e) : NULL;
+	}
+	if (!set) {
+		struct box_toolset none = { NULL, 0 };
+
+		box_toolsrv_serve_one(fd, &none, BOX_TOOL_MAX_TIMEOUT_MS);
+		return;
+	}
+	box_toolsrv_serve_one(fd, set, BOX_TOOL_MAX_TIMEOUT_MS);
 }
 
 cJSON *box_sandbox(const cJSON *req, const struct box_sandbox_io *io, struct box_err *err)

@@ -1,0 +1,36 @@
+/* The tool socket of a sandbox: the host side answers `box-tool` inside the sandbox with the
+ * tools granted to that sandbox only, one JSON request and one JSON reply per connection. */
+#ifndef BOX_TOOLSRV_H
+#define BOX_TOOLSRV_H
+
+#include <cjson/cJSON.h>
+#include "err.h"
+#include "tools.h"
+
+#define BOX_TOOLSRV_REQUEST_MAX ((size_t)16 << 20)   /* one request, in bytes */
+#define BOX_TOOLSRV_REPLY_MAX ((size_t)16 << 20)
+#define BOX_TOOLSRV_IO_MS 10000                      /* to read a request or write a reply */
+#define BOX_TOOLSRV_GUEST_PATH "/run/box/tool.sock"
+
+/* Binds a listening unix socket at path (an old socket file there is replaced; anything else
+ * is conflict). Returns the fd (close-on-exec) or -1 with err. */
+int box_toolsrv_listen(const char *path, struct box_err *err);
+
+/*
+ * Accepts one connection on lfd and answers it:
+ *   {"op":"list"}                               -> {"ok":true,"tools":[...]} (box_tools_describe)
+ *   {"op":"call","tool":NAME,"input":{...}}     -> {"ok":true,"result":{...}} or
+ *                                                  {"ok":false,"error":{...}}
+ * A tool not in set is policy_denied ("tool X is not granted to this sandbox"); the input is
+ * validated and the tool run by box_tool_call under its own timeout, capped by max_timeout_ms.
+ * The name is only ever looked up: nothing in the input can choose what runs. Never fails
+ * the caller: errors go to the client.
+ */
+void box_toolsrv_serve_one(int lfd, const struct box_toolset *set, int max_timeout_ms);
+
+/* The client side: sends req to the socket at path, returns the reply object, or NULL with
+ * err (io_error when the socket cannot be reached, invalid_request for a garbled reply). */
+cJSON *box_toolsrv_request(const char *path, const cJSON *req, int timeout_ms,
+			   struct box_err *err);
+
+#endif
