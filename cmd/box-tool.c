@@ -22,9 +22,12 @@ static const char usage[] =
 	"2 bad arguments, 3 a limit or timeout, 4 a tool not granted, 8 no tool socket.\n"
 	"The socket is $BOX_TOOL_SOCKET, default " BOX_TOOLSRV_GUEST_PATH ".\n";
 
-static int emit(const cJSON *obj)
+static int emit(cJSON *obj)
 {
-	char *text = cJSON_PrintUnformatted(obj);
+	char *text;
+
+	box_json_exact(obj);
+	text = cJSON_PrintUnformatted(obj);
 
 	if (!text)
 		return -1;

@@ -19,6 +19,9 @@
 #include "ipc.h"
 #include "jail.h"
 #include "policy.h"
+#include "proc.h"
+#include "schema.h"
+#include "tools.h"
 #include "utf8.h"
 #include "vm.h"
 #include "ws.h"
@@ -54,7 +57,8 @@ const struct box_field box_run_fields[] = {
 	{ "allow_private_network", BOX_F_BOOL, 0, 0, 0,
 	  "let http reach loopback, private, link-local and metadata addresses", NULL },
 	{ "tools", BOX_F_STRING, 0, 4096, 0,
-	  "tool manifest or box.lock for tools.<name>() (not available in this version)", "FILE" },
+	  "tool manifest or box.lock: offers tools.<name>(input) to the script (code mode)",
+	  "FILE" },
 	{ "events", BOX_F_BOOL, 0, 0, 0,
 	  "stream print output as NDJSON events as it happens; the result comes last", NULL },
 	{ NULL, 0, 0, 0, 0, NULL, NULL, 0 },
@@ -68,6 +72,8 @@ struct run {
 	int64_t max_write_bytes, max_result_bytes;
 	int allow_private, events;
 	const struct box_run_hooks *hooks;
+	struct box_toolset *tools;   /* NULL: no tools table */
+	struct box_vm_tool *vmtools; /* what the VM offers: one per tool of the set */
 
 	struct box_ws ws;
 	int has_ws;
@@ -112,6 +118,9 @@ static void child(struct run *r, int sock)
 		.has_fs = r->has_ws,
 		.has_http = r->allow != NULL && cJSON_GetArraySize(r->allow) > 0,
 		.events = r->events,
+		.tools = r->vmtools,
+		.ntools = r->tools ? r->tools->n : 0,
+		.has_tools = r->tools != NULL,
 	};
 	struct box_jail_limits lim = { r->cpu_ms, r->memory_bytes };
 	struct box_err err;
@@ -351,6 +360,265 @@ static int path_arg(const struct box_ipc_field *f, char *out, size_t size, struc
 	return 0;
 }
 
+/* ------------------------------------------------------------------ tools */
+
+/* Why code mode does not offer t, or NULL when it does. */
+static const char *refusal(const struct box_tool *t)
+{
+	if (box_tool_code_mode_eligible(t))
+		return NULL;
+	if (t->destructive)
+		return "destructive";
+	if (t->requires_approval)
+		return "requires approval";
+	return "executor";
+}
+
+static int load_tools(struct run *r, const char *path, struct box_err *err)
+{
+	size_t i;
+
+	if (box_tools_nested()) {
+		box_err_set(err, BOX_E_POLICY,
+			    "code mode cannot be opened from a tool (%s is set)", BOX_TOOL_DEPTH_ENV);
+		box_err_path(err, "$.tools");
+		return -1;
+	}
+	r->tools = box_tools_load(path, err);
+	if (!r->tools) {
+		if (!err->path[0])
+			box_err_path(err, "$.tools");
+		return -1;
+	}
+	r->vmtools = calloc(r->tools->n + 1, sizeof(*r->vmtools));
+	if (!r->vmtools)
+		return box_err_set(err, BOX_E_INTERNAL, "out of memory");
+	for (i = 0; i < r->tools->n; i++) {
+		r->vmtools[i].name = r->tools->tools[i].name;
+		r->vmtools[i].refused = refusal(&r->tools->tools[i]);
+	}
+	return 0;
+}
+
+static int tool_timeout(const struct box_tool *t)
+{
+	return t->timeout_ms > 0 ? t->timeout_ms : BOX_TOOL_DEFAULT_TIMEOUT_MS;
+}
+
+/* What a Lua tool's box-run printed, made into the tool's answer. */
+static cJSON *lua_tool_answer(const struct box_tool *t, const struct box_proc_result *pr,
+			      int timeout_ms, struct box_err *err)
+{
+	struct box_err e;
+	cJSON *res = NULL, *out, *eo;
+
+	if (pr->timed_out)
+		return box_err_limit(err, BOX_E_TIMEOUT, "timeout_ms", timeout_ms, "ms",
+				     "tool %s timed out after %d ms", t->name, timeout_ms), NULL;
+	if (pr->stdout_overflow)
+		return box_err_limit(err, BOX_E_LIMIT, "tool_output_bytes",
+				     (int64_t)BOX_TOOL_OUTPUT_MAX, "bytes",
+				     "tool %s printed more than %zu bytes", t->name,
+				     BOX_TOOL_OUTPUT_MAX), NULL;
+	box_err_init(&e);
+	res = box_json_parse(pr->out.data ? pr->out.data : "", pr->out.len, &e);
+	if (!cJSON_IsObject(res)) {
+		cJSON_Delete(res);
+		if (pr->exited)
+			box_err_set(err, BOX_E_GUEST, "tool %s exited with status %d: %s", t->name,
+				    pr->exit_code, pr->err_tail);
+		else
+			box_err_set(err, BOX_E_GUEST, "tool %s was killed by signal %d: %s", t->name,
+				    pr->signal, pr->err_tail);
+		return NULL;
+	}
+	if (!cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(res, "ok"))) {
+		eo = cJSON_GetObjectItemCaseSensitive(res, "error");
+		if (!eo || box_err_from_json(&e, eo) < 0)
+			box_err_set(&e, BOX_E_INTERNAL, "no error object");
+		cJSON_Delete(res);
+		if (e.code == BOX_E_TIMEOUT && strcmp(e.limit, "wall") == 0)
+			return box_err_limit(err, BOX_E_TIMEOUT, "timeout_ms", timeout_ms, "ms",
+					     "tool %s timed out after %d ms", t->name,
+					     timeout_ms), NULL;
+		box_err_set(err, BOX_E_GUEST, "tool %s failed: %s: %s", t->name,
+			    box_err_code_name(e.code), e.message);
+		return NULL;
+	}
+	out = cJSON_DetachItemFromObjectCaseSensitive(res, "result");
+	cJSON_Delete(res);
+	if (!cJSON_IsObject(out)) {
+		box_err_set(err, BOX_E_GUEST, "tool %s returned %s, not an object", t->name,
+			    out ? box_schema_type_of(out) : "nothing");
+		cJSON_Delete(out);
+		return NULL;
+	}
+	return out;
+}
+
+/*
+ * A Lua tool runs in a box-run of its own (this very executable), without fs, http or tools,
+ * under the memory limit of the calling script: its script gets the input as the global
+ * `input` and as its first argument, and what it returns is the tool's answer.
+ */
+static cJSON *lua_tool_call(struct run *r, const struct box_tool *t, const cJSON *input,
+			    int timeout_ms, struct box_err *err)
+{
+	static const char prefix[] = "input = ...; ";
+	static const char *const extra[] = { BOX_TOOL_DEPTH_ENV "=1", NULL };
+	struct box_buf src = BOX_BUF_INIT(16 * MiB - sizeof(prefix));
+	struct box_proc_env env = { .n = 0 };
+	struct box_proc_result pr = { .out = BOX_BUF_INIT(0) };
+	struct box_proc_opts po = { 0 };
+	char tmo[32];
+	const char *argv[] = { "/proc/self/exe", "--json", "--max-timeout-ms", tmo, NULL };
+	cJSON *req = NULL, *args, *res = NULL;
+	char *line = NULL, *script = NULL;
+
+	if (box_schema_validate(t->input_schema, input, err) < 0)
+		return NULL;
+	if (box_buf_read_file(&src, AT_FDCWD, t->lua_entry, err) < 0)
+		goto out;
+	script = malloc(sizeof(prefix) + src.len);
+	req = cJSON_CreateObject();
+	args = cJSON_AddArrayToObject(req, "args");
+	if (!script || !args) {
+		box_err_set(err, BOX_E_INTERNAL, "out of memory");
+		goto out;
+	}
+	/* on the script's first line, so that its line numbers stay as written */
+	memcpy(script, prefix, sizeof(prefix) - 1);
+	memcpy(script + sizeof(prefix) - 1, src.data ? src.data : "", src.len);
+	script[sizeof(prefix) - 1 + src.len] = 0;
+	cJSON_AddItemToArray(args, cJSON_Duplicate(input, 1));
+	box_json_exact(args);
+	if (!cJSON_AddStringToObject(req, "script", script) ||
+	    !box_json_add_int64(req, "timeout_ms", timeout_ms) ||
+	    !box_json_add_int64(req, "memory_bytes", r->memory_bytes) ||
+	    !box_json_add_int64(req, "max_output_bytes", 0) ||
+	    !box_json_add_int64(req, "max_result_bytes", (int64_t)BOX_TOOL_OUTPUT_MAX) ||
+	    (r->max_instructions > 0 &&
+	     !box_json_add_int64(req, "max_instructions", r->max_instructions)) ||
+	    !(line = box_json_line(req, &po.inlen))) {
+		box_err_set(err, BOX_E_INTERNAL, "out of memory");
+		goto out;
+	}
+	if (box_proc_env_build(&env, extra, "tool", err) < 0)
+		goto out;
+	snprintf(tmo, sizeof(tmo), "%d", timeout_ms);
+	po.argv = argv;
+	po.envp = env.v;
+	po.cwd = t->dir;
+	po.in = line;
+	/* the child keeps its own deadline and reports it; this one is the backstop */
+	po.timeout_ms = timeout_ms + 2000;
+	po.max_stdout = BOX_TOOL_OUTPUT_MAX + 64 * 1024;
+	if (box_proc_run(&po, &pr, err) < 0)
+		goto out;
+	res = lua_tool_answer(t, &pr, timeout_ms, err);
+	if (res && t->output_schema && box_schema_validate(t->output_schema, res, err) < 0) {
+		char what[BOX_ERR_MSG_MAX];
+
+		memcpy(what, err->message, sizeof(what));
+		err->code = BOX_E_GUEST;
+		snprintf(err->message, sizeof(err->message), "tool %s returned invalid output: %s",
+			 t->name, what);
+		cJSON_Delete(res);
+		res = NULL;
+	}
+out:
+	box_proc_result_release(&pr);
+	box_proc_env_release(&env);
+	box_buf_release(&src);
+	cJSON_Delete(req);
+	free(script);
+	free(line);
+	return res;
+}
+
+/* One line of the trace, when the request asks for events. */
+static void trace_tool(struct run *r, const char *name, int64_t start, const struct box_err *e)
+{
+	cJSON *ev;
+
+	if (!r->events || !r->hooks || !r->hooks->on_event)
+		return;
+	ev = cJSON_CreateObject();
+	if (!ev)
+		return;
+	cJSON_AddStringToObject(ev, "event", "tool_call");
+	cJSON_AddStringToObject(ev, "name", name);
+	cJSON_AddBoolToObject(ev, "ok", e == NULL);
+	box_json_add_int64(ev, "duration_ms", box_now_ms() - start);
+	if (e)
+		cJSON_AddItemToObject(ev, "error", box_err_to_json(e));
+	r->hooks->on_event(r->hooks->ctx, ev);
+	cJSON_Delete(ev);
+}
+
+/* Fields: the tool's name, its input as JSON. The name is only ever looked up in the set. */
+static int tool_host_call(struct run *r, const struct box_ipc_field *f, int n, struct box_err *err)
+{
+	char name[BOX_TOOL_NAME_MAX + 1];
+	const struct box_tool *t = NULL;
+	const char *why;
+	struct box_err e;
+	int64_t start = box_now_ms(), left = r->deadline - start;
+	int timeout, capped;
+	cJSON *input = NULL, *out = NULL;
+
+	box_err_init(&e);
+	if (n >= 2 && f[0].n <= BOX_TOOL_NAME_MAX && !memchr(f[0].p, 0, f[0].n)) {
+		memcpy(name, f[0].p, f[0].n);
+		name[f[0].n] = 0;
+		if (box_tool_name_valid(name))
+			t = r->tools ? box_tools_find(r->tools, name) : NULL;
+	} else {
+		name[0] = 0;
+	}
+	if (!r->tools) {
+		box_err_set(&e, BOX_E_POLICY, "no tools are given");
+		return answer_err(r, &e, err);
+	}
+	if (!t) {
+		box_err_set(&e, BOX_E_NOT_FOUND, "no tool %s", box_tool_name_valid(name) ? name : "of that name");
+		return answer_err(r, &e, err);
+	}
+	why = refusal(t);
+	if (why) {
+		box_err_set(&e, BOX_E_POLICY, "tool %s is not offered in code mode: %s", t->name, why);
+		trace_tool(r, t->name, start, &e);
+		return answer_err(r, &e, err);
+	}
+	if (left <= 0)
+		return box_err_set(err, BOX_E_TIMEOUT, "deadline passed before a tool call");
+	timeout = tool_timeout(t);
+	capped = left < timeout;
+	if (capped)
+		timeout = (int)left;
+	input = box_json_parse(f[1].p, f[1].n, &e);
+	if (!input) {
+		e.code = BOX_E_INVALID;
+	} else if (t->lua_entry) {
+		out = lua_tool_call(r, t, input, timeout, &e);
+	} else {
+		struct box_tool_call_opts o = { .max_timeout_ms = timeout };
+
+		out = box_tool_call(t, input, &o, &e);
+	}
+	cJSON_Delete(input);
+	if (!out && e.code == BOX_E_TIMEOUT && capped) {
+		/* the tool had the rest of the script's time and used it up: the run timed out */
+		trace_tool(r, t->name, start, &e);
+		return box_err_set(err, BOX_E_TIMEOUT, "deadline passed in tool %s", t->name);
+	}
+	trace_tool(r, t->name, start, out ? NULL : &e);
+	if (!out)
+		return answer_err(r, &e, err);
+	box_json_exact(out);
+	return answer_json(r, BOX_OP_OK, out, err);
+}
+
 static int host_call(struct run *r, uint8_t op, const struct box_buf *payload, struct box_err *err)
 {
 	struct box_ipc_field f[BOX_IPC_MAX_FIELDS], res;
@@ -363,6 +631,8 @@ static int host_call(struct run *r, uint8_t op, const struct box_buf *payload, s
 	n = box_ipc_split(payload->data ? payload->data : "", payload->len, f, BOX_IPC_MAX_FIELDS);
 	if (n < 1)
 		return box_err_set(err, BOX_E_INTERNAL, "malformed host call from the VM");
+	if (op == BOX_OP_TOOL)
+		return tool_host_call(r, f, n, err);
 	if (op == BOX_OP_HTTP) {
 		if (!r->allow || cJSON_GetArraySize(r->allow) == 0) {
 			box_err_set(&e, BOX_E_POLICY, "http is not enabled");
@@ -692,17 +962,12 @@ static int check_rules(const cJSON *allow, struct box_err *err)
 static int read_opts(struct run *r, const cJSON *req, struct box_err *err)
 {
 	int64_t cap = box_json_get_int(req, "max_timeout_ms", 60000);
-	const cJSON *tools = cJSON_GetObjectItemCaseSensitive(req, "tools");
+	const char *tools = box_json_get_str(req, "tools", NULL);
 
 	r->script = box_json_get_str(req, "script", NULL);
 	if (!r->script) {
 		box_err_set(err, BOX_E_INVALID, "no script: give a SCRIPT file, -e CODE or \"script\"");
 		box_err_path(err, "$.script");
-		return -1;
-	}
-	if (tools && !cJSON_IsNull(tools)) {
-		box_err_set(err, BOX_E_UNSUPPORTED, "tools are not available in this version of box-run");
-		box_err_path(err, "$.tools");
 		return -1;
 	}
 	r->args = cJSON_GetObjectItemCaseSensitive(req, "args");
@@ -724,7 +989,18 @@ static int read_opts(struct run *r, const cJSON *req, struct box_err *err)
 	r->max_result_bytes = box_json_get_int(req, "max_result_bytes", MiB);
 	r->allow_private = box_json_get_bool(req, "allow_private_network", 0);
 	r->events = box_json_get_bool(req, "events", 0);
+	/* last: the only option that allocates */
+	if (tools && load_tools(r, tools, err) < 0)
+		return -1;
 	return 0;
+}
+
+static void tools_release(struct run *r)
+{
+	box_tools_free(r->tools);
+	r->tools = NULL;
+	free(r->vmtools);
+	r->vmtools = NULL;
 }
 
 cJSON *box_run(const cJSON *req, const struct box_run_hooks *hooks, struct box_err *err)
@@ -739,14 +1015,17 @@ cJSON *box_run(const cJSON *req, const struct box_run_hooks *hooks, struct box_e
 	r.hooks = hooks;
 	r.ws.rootfd = -1;
 	box_buf_init(&r.meta, 64 * 1024);
-	if (read_opts(&r, req, err) < 0)
+	if (read_opts(&r, req, err) < 0) {
+		tools_release(&r);
 		return NULL;
+	}
 	box_buf_init(&r.result, (size_t)r.max_result_bytes + 16);
 	ws = box_json_get_str(req, "workspace", NULL);
 	if (ws) {
 		if (box_ws_open(&r.ws, ws, r.max_write_bytes, err) < 0) {
 			if (!err->path[0])
 				box_err_path(err, "$.workspace");
+			tools_release(&r);
 			return NULL;
 		}
 		r.has_ws = 1;
@@ -804,5 +1083,6 @@ out_ws:
 		box_ws_release(&r.ws);
 	box_buf_release(&r.meta);
 	box_buf_release(&r.result);
+	tools_release(&r);
 	return res;
 }

@@ -94,10 +94,14 @@ static int read_line(int fd, struct box_buf *b, int64_t deadline, struct box_err
 	}
 }
 
-static int write_line(int fd, const cJSON *obj, int64_t deadline)
+/* obj is printed with its integer literals exact (box_json_exact changes it in place) */
+static int write_line(int fd, cJSON *obj, int64_t deadline)
 {
 	size_t len, off = 0;
-	char *text = box_json_line(obj, &len);
+	char *text;
+
+	box_json_exact(obj);
+	text = box_json_line(obj, &len);
 
 	if (!text)
 		return -1;
@@ -182,7 +186,7 @@ void box_toolsrv_serve_one(int lfd, const struct box_toolset *set, int max_timeo
 	close(fd);
 }
 
-cJSON *box_toolsrv_request(const char *path, const cJSON *req, int timeout_ms,
+cJSON *box_toolsrv_request(const char *path, cJSON *req, int timeout_ms,
 			   struct box_err *err)
 {
 	struct sockaddr_un sa;

@@ -28,9 +28,10 @@ int box_toolsrv_listen(const char *path, struct box_err *err);
  */
 void box_toolsrv_serve_one(int lfd, const struct box_toolset *set, int max_timeout_ms);
 
-/* The client side: sends req to the socket at path, returns the reply object, or NULL with
- * err (io_error when the socket cannot be reached, invalid_request for a garbled reply). */
-cJSON *box_toolsrv_request(const char *path, const cJSON *req, int timeout_ms,
+/* The client side: sends req (its integer literals printed exactly, see box_json_exact) to
+ * the socket at path, returns the reply object, or NULL with err (io_error when the socket
+ * cannot be reached, invalid_request for a garbled reply). */
+cJSON *box_toolsrv_request(const char *path, cJSON *req, int timeout_ms,
 			   struct box_err *err);
 
 #endif

@@ -54,6 +54,8 @@ static struct {
 	int trip_ref;                 /* registry ref of the sticky error message */
 	int host_ref;                 /* registry ref of the last host error raised */
 	enum box_code host_code;      /* and its code */
+	struct box_err tool_err;      /* the last tool error raised, whole (limit, path...) */
+	int tool_err_set;             /* 1 when the last host error raised is tool_err */
 	struct box_err host_err;      /* the limit behind TRIP_HOST */
 	int lossy;
 	struct box_buf reply;         /* host call replies, capped at memory_bytes */
@@ -848,13 +850,29 @@ static int host_raise(lua_State *L, const struct box_err *err)
 	lua_pushvalue(L, -1);
 	lua_rawseti(L, LUA_REGISTRYINDEX, V.host_ref);
 	V.host_code = err->code;
+	V.tool_err_set = 0;
+	return lua_error(L);
+}
+
+/* A tool's error is the tool's, not the script's: it is raised like any host error (pcall
+ * catches it, even a limit of the tool), and if it ends the run the run reports it whole. */
+static int tool_raise(lua_State *L, const struct box_err *err)
+{
+	luaL_where(L, 1);
+	lua_pushfstring(L, "%s: %s", box_err_code_name(err->code), err->message);
+	lua_concat(L, 2);
+	lua_pushvalue(L, -1);
+	lua_rawseti(L, LUA_REGISTRYINDEX, V.host_ref);
+	V.host_code = err->code;
+	V.tool_err = *err;
+	V.tool_err_set = 1;
 	return lua_error(L);
 }
 
 /* Sends a host call and waits for its answer; raises the error the broker reports. On return
  * V.reply holds the answer's payload (fields). */
-static int host_call(lua_State *L, uint8_t op, const struct box_ipc_field *f, int n,
-		     struct box_ipc_field *res, int maxres)
+static int host_call_ex(lua_State *L, uint8_t op, const struct box_ipc_field *f, int n,
+			struct box_ipc_field *res, int maxres, int tool)
 {
 	struct box_err err;
 	uint8_t rop;
@@ -879,6 +897,8 @@ static int host_call(lua_State *L, uint8_t op, const struct box_ipc_field *f, in
 		if (r < 0)
 			return luaL_error(L, "host call failed: malformed error");
 	}
+	if (tool)
+		return tool_raise(L, &err);
 	if (err.code == BOX_E_LIMIT) {
 		/* a limit the broker enforces is as final as one the VM enforces */
 		V.host_err = err;
@@ -888,6 +908,12 @@ static int host_call(lua_State *L, uint8_t op, const struct box_ipc_field *f, in
 		raise_trip(L);
 	}
 	return host_raise(L, &err);
+}
+
+static int host_call(lua_State *L, uint8_t op, const struct box_ipc_field *f, int n,
+		     struct box_ipc_field *res, int maxres)
+{
+	return host_call_ex(L, op, f, n, res, maxres, 0);
 }
 
 static const char *check_path(lua_State *L, int idx, size_t *n)
@@ -1158,6 +1184,94 @@ static int l_http_post(lua_State *L)
 	return http_call(L, "POST", 1, 2, 3);
 }
 
+/* ------------------------------------------------------------------ tools */
+
+/* tools.NAME([input]): the input table goes to the broker as a JSON object (nil and an empty
+ * table as {}), the tool's answer comes back as Lua values; upvalue 1 is NAME. */
+static int l_tool_call(lua_State *L)
+{
+	struct box_buf in = BOX_BUF_INIT((size_t)V.c->memory_bytes);
+	struct conv cv = { .out = &in };
+	struct box_ipc_field f[2], res[1];
+	struct box_err err;
+	cJSON *tree;
+	int n, empty;
+
+	lua_settop(L, 1);
+	f[0].p = lua_tolstring(L, lua_upvalueindex(1), &f[0].n);
+	empty = lua_isnil(L, 1);
+	if (lua_istable(L, 1)) {
+		lua_pushnil(L);
+		empty = !lua_next(L, 1);
+		lua_settop(L, 1);
+	}
+	if (empty ? put(&cv, "{}", 2) < 0 : to_json(&cv, L, 1, 1) < 0) {
+		box_buf_release(&in);
+		return luaL_error(L, "tools.%s: input: %s", (const char *)f[0].p, cv.msg);
+	}
+	if (cv.lossy)
+		V.lossy = 1;
+	/* the input becomes a Lua string before the call, which raises on a tool error: the
+	 * buffer would leak, outside the memory limit, once per failed call */
+	lua_pushlstring(L, in.data ? in.data : "", in.len);
+	box_buf_release(&in);
+	f[1].p = lua_tolstring(L, -1, &f[1].n);
+	n = host_call_ex(L, BOX_OP_TOOL, f, 2, res, 1, 1);
+	if (n < 1)
+		return luaL_error(L, "host call failed: malformed answer");
+	tree = box_json_parse(res[0].p, res[0].n, &err);
+	if (!tree)
+		return luaL_error(L, "host call failed: malformed answer: %s", err.message);
+	push_tree_box(L, tree);
+	push_json(L, tree, 0);
+	return 1;
+}
+
+/* __index of the tools table: a declared tool that code mode does not offer is absent from
+ * the table, and naming it says why; any other missing name is nil. upvalue 1 maps the names
+ * of the refused tools to the reason. */
+static int l_tools_index(lua_State *L)
+{
+	struct box_err err;
+
+	lua_settop(L, 2);
+	if (lua_type(L, 2) != LUA_TSTRING)
+		return 0;
+	lua_pushvalue(L, 2);
+	if (lua_rawget(L, lua_upvalueindex(1)) != LUA_TSTRING)
+		return 0;
+	box_err_init(&err);
+	box_err_set(&err, BOX_E_POLICY, "tool %.64s is not offered in code mode: %.64s",
+		    lua_tostring(L, 2), lua_tostring(L, -1));
+	return host_raise(L, &err);
+}
+
+static void install_tools(lua_State *L)
+{
+	size_t i;
+
+	lua_createtable(L, 0, (int)V.c->ntools);
+	lua_createtable(L, 0, 2);              /* its metatable */
+	lua_createtable(L, 0, 0);              /* refused name → reason */
+	for (i = 0; i < V.c->ntools; i++) {
+		const struct box_vm_tool *t = &V.c->tools[i];
+
+		if (t->refused) {
+			lua_pushstring(L, t->refused);
+			lua_setfield(L, -2, t->name);
+			continue;
+		}
+		lua_pushstring(L, t->name);
+		lua_pushcclosure(L, l_tool_call, 1);
+		lua_setfield(L, -4, t->name);
+	}
+	lua_pushcclosure(L, l_tools_index, 1);
+	lua_setfield(L, -2, "__index");
+	lua_pushboolean(L, 0);
+	lua_setfield(L, -2, "__metatable");
+	lua_setmetatable(L, -2);
+}
+
 /* ------------------------------------------------------------------ the environment */
 
 static void set_funcs(lua_State *L, const luaL_Reg *r)
@@ -1268,6 +1382,10 @@ static void build_env(lua_State *L)
 		set_funcs(L, http_f);
 		lua_setfield(L, 1, "http");
 	}
+	if (V.c->has_tools) {
+		install_tools(L);
+		lua_setfield(L, 1, "tools");
+	}
 	lua_settop(L, 0);
 }
 
@@ -1337,6 +1455,17 @@ static void set_trip_error(struct box_err *err)
 	default:
 		break;
 	}
+}
+
+/* The run ends with a tool's error: the message is the script's, the rest the tool's. */
+static void keep_tool_fields(struct box_err *dst, const struct box_err *src)
+{
+	memcpy(dst->limit, src->limit, sizeof(dst->limit));
+	memcpy(dst->unit, src->unit, sizeof(dst->unit));
+	memcpy(dst->path, src->path, sizeof(dst->path));
+	dst->has_configured = src->has_configured;
+	dst->configured = src->configured;
+	dst->retryable = src->retryable;
 }
 
 /* Converts the error object at the top to a message, under the limits still armed. */
@@ -1475,6 +1604,8 @@ void box_vm_run(const struct box_vm_config *c)
 			box_err_set(&fin.err, host_error ? V.host_code : BOX_E_GUEST, "%s",
 				    clean.data ? clean.data : "");
 			box_buf_release(&clean);
+			if (host_error && V.tool_err_set)
+				keep_tool_fields(&fin.err, &V.tool_err);
 		}
 	} else if (!lua_isnil(L, -1)) {
 		struct conv cv = { .out = &fin.result };

@@ -23,6 +23,7 @@ enum box_op {
 	BOX_OP_FS_MKDIR,        /* path */
 	BOX_OP_FS_WALK,         /* path → JSON array of file paths */
 	BOX_OP_HTTP,            /* JSON request of box-http → JSON response */
+	BOX_OP_TOOL,            /* tool name, JSON input object → JSON output object */
 	BOX_OP_PRINT = 40,      /* text printed (only with events) */
 	BOX_OP_FINAL,           /* JSON: {"result"?, "error"?, "lossy"} */
 };
@@ -40,6 +41,13 @@ struct box_vm_shm {
 	char out[];
 };
 
+/* A tool as the VM sees it: its name, and why code mode does not offer it (NULL when it
+ * does). The broker decides again on every call; this only shapes the tools table. */
+struct box_vm_tool {
+	const char *name;
+	const char *refused;   /* "destructive", "requires approval", "executor" or NULL */
+};
+
 /* Bytes to map for a shm with room for max_output bytes of output. */
 size_t box_vm_shm_size(int64_t max_output);
 
@@ -55,6 +63,9 @@ struct box_vm_config {
 	int64_t max_instructions;    /* 0: not counted */
 	int64_t max_result_bytes;
 	int has_fs, has_http, events;
+	const struct box_vm_tool *tools;  /* has_tools: the tools table, with ntools entries */
+	size_t ntools;
+	int has_tools;
 };
 
 /* Installs the VM's signal handler; called in the child before box_jail_vm(), after which
