@@ -77,17 +77,46 @@ static int positional(cJSON *req, int argc, char **argv, int i, struct box_err *
 	return 0;
 }
 
+/* --describe with --tools describes what the script may reach; cli.c's --describe, which
+ * knows nothing of a request, answers as soon as it sees the flag, so it is taken out here. */
+static int describe_with_tools(int *argc, char **argv)
+{
+	int i, at = 0, tools = 0;
+
+	for (i = 1; i < *argc && strcmp(argv[i], "--") != 0; i++) {
+		if (strcmp(argv[i], "--describe") == 0 && !at)
+			at = i;
+		if (strcmp(argv[i], "--tools") == 0 || strncmp(argv[i], "--tools=", 8) == 0)
+			tools = 1;
+	}
+	if (!at || !tools)
+		return 0;
+	memmove(argv + at, argv + at + 1, (size_t)(*argc - at) * sizeof(*argv));
+	(*argc)--;
+	return 1;
+}
+
 int main(int argc, char **argv)
 {
 	struct printed printed = { 0, 0 };
 	struct box_run_hooks hooks = { on_event, on_result, &printed };
 	struct box_err err;
 	cJSON *req, *res;
-	int rest, status;
+	int rest, status, describe = describe_with_tools(&argc, argv);
 
 	if (!box_cli_start(&cli, argc, argv, &req, &rest, &status))
 		return status;
 	box_err_init(&err);
+	if (describe) {
+		res = box_run_describe(req, cli.name, cli.description, box_run_request_schema,
+				       box_run_result_schema, &err);
+		cJSON_Delete(req);
+		if (!res)
+			return box_cli_fail(&cli, &err);
+		status = box_cli_emit(res) < 0 ? 8 : 0;
+		cJSON_Delete(res);
+		return status;
+	}
 	if (positional(req, argc, argv, rest, &err) < 0) {
 		cJSON_Delete(req);
 		return box_cli_fail(&cli, &err);

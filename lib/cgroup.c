@@ -11,6 +11,7 @@
 #include <linux/magic.h>
 
 #include "cgroup.h"
+#include "buf.h"
 #include "sbstate.h"
 #include "banned.h"
 
@@ -244,6 +245,20 @@ int box_cg_join(enum box_cg_mode m, const char *id, pid_t pid, struct box_err *e
 		if (write_file(p, v) < 0 && i < V1_REQUIRED)
 			return box_err_sys(err, "cannot join %s", p);
 	}
+	return 0;
+}
+
+int box_cg_leave_freezer(enum box_cg_mode m, struct box_err *err)
+{
+	char p[512];
+
+	if (m == BOX_CG_NONE)
+		return 0;
+	if (box_fmt(p, sizeof(p), m == BOX_CG_V2 ? "%s/cgroup.procs" : "%s/freezer/cgroup.procs",
+		    cg_root()) < 0)
+		return box_err_set(err, BOX_E_IO, "cgroup path too long");
+	if (write_file(p, "0") < 0)
+		return box_err_sys(err, "cannot leave the sandbox's freezer group");
 	return 0;
 }
 

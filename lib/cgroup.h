@@ -45,6 +45,10 @@ int box_cg_create(enum box_cg_mode m, const char *id, const struct box_cg_limits
 /* Moves pid (0: the caller) into the groups. Returns 0 or -1 with io_error. */
 int box_cg_join(enum box_cg_mode m, const char *id, pid_t pid, struct box_err *err);
 
+/* Moves the caller out of the freezer's group (v1: to the freezer root; v2: to the root
+ * group), so that it can freeze the group it came from without freezing itself. */
+int box_cg_leave_freezer(enum box_cg_mode m, struct box_err *err);
+
 /* Freezes (1) or thaws (0) the groups and waits, at most timeout_ms, until the kernel says
  * it is done. Returns 0, or -1 with io_error or timeout. */
 int box_cg_freeze(enum box_cg_mode m, const char *id, int frozen, int timeout_ms,

@@ -2,7 +2,9 @@
 #include <poll.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/uio.h>
+#include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -228,4 +230,139 @@ int box_ipc_split(const char *p, size_t n, struct box_ipc_field *fields, int max
 		n -= len;
 	}
 	return count;
+}
+
+static int unix_addr(const char *path, struct sockaddr_un *sa, struct box_err *err)
+{
+	memset(sa, 0, sizeof(*sa));
+	sa->sun_family = AF_UNIX;
+	if (box_fmt(sa->sun_path, sizeof(sa->sun_path), "%s", path) < 0)
+		return box_err_set(err, BOX_E_INVALID, "socket path too long: %.200s", path);
+	return 0;
+}
+
+int box_ipc_listen(const char *path, struct box_err *err)
+{
+	struct sockaddr_un sa;
+	struct stat st;
+	int fd;
+
+	if (unix_addr(path, &sa, err) < 0)
+		return -1;
+	if (lstat(path, &st) == 0) {
+		if (!S_ISSOCK(st.st_mode))
+			return box_err_set(err, BOX_E_CONFLICT, "%.200s exists and is not a socket", path);
+		if (unlink(path) < 0)
+			return box_err_sys(err, "cannot remove %.200s", path);
+	}
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return box_err_sys(err, "socket");
+	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 || chmod(path, 0600) < 0 ||
+	    listen(fd, 16) < 0) {
+		box_err_sys(err, "cannot listen on %.200s", path);
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+int box_ipc_connect(const char *path, struct box_err *err)
+{
+	struct sockaddr_un sa;
+	int fd;
+
+	if (unix_addr(path, &sa, err) < 0)
+		return -1;
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return box_err_sys(err, "socket");
+	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+		box_err_sys(err, "cannot reach %.200s", path);
+		err->code = BOX_E_IO;
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+#define FDS_MAX 8
+
+int box_ipc_send_fds(int sock, const int *fds, int n, struct box_err *err)
+{
+	char byte = 'F';
+	struct iovec iov = { &byte, 1 };
+	union {
+		char buf[CMSG_SPACE(sizeof(int) * FDS_MAX)];
+		struct cmsghdr align;
+	} u;
+	struct msghdr m = { 0 };
+	struct cmsghdr *cm;
+
+	if (n <= 0 || n > FDS_MAX)
+		return box_err_set(err, BOX_E_INTERNAL, "bad descriptor count");
+	memset(&u, 0, sizeof(u));
+	m.msg_iov = &iov;
+	m.msg_iovlen = 1;
+	m.msg_control = u.buf;
+	m.msg_controllen = CMSG_SPACE(sizeof(int) * (size_t)n);
+	cm = CMSG_FIRSTHDR(&m);
+	cm->cmsg_level = SOL_SOCKET;
+	cm->cmsg_type = SCM_RIGHTS;
+	cm->cmsg_len = CMSG_LEN(sizeof(int) * (size_t)n);
+	memcpy(CMSG_DATA(cm), fds, sizeof(int) * (size_t)n);
+	if (sendmsg(sock, &m, MSG_NOSIGNAL) != 1)
+		return box_err_sys(err, "cannot pass descriptors");
+	return 0;
+}
+
+int box_ipc_recv_fds(int sock, int *fds, int n, int64_t deadline_ms, struct box_err *err)
+{
+	char byte;
+	struct iovec iov = { &byte, 1 };
+	union {
+		char buf[CMSG_SPACE(sizeof(int) * FDS_MAX)];
+		struct cmsghdr align;
+	} u;
+	struct msghdr m = { 0 };
+	struct cmsghdr *cm;
+	struct pollfd p = { sock, POLLIN, 0 };
+	int64_t left = deadline_ms - box_now_ms();
+	ssize_t r;
+	int got = 0, k;
+
+	if (n <= 0 || n > FDS_MAX)
+		return box_err_set(err, BOX_E_INTERNAL, "bad descriptor count");
+	if (left <= 0 || poll(&p, 1, (int)left) <= 0)
+		return box_err_set(err, BOX_E_TIMEOUT, "no descriptors came in time");
+	memset(&u, 0, sizeof(u));
+	m.msg_iov = &iov;
+	m.msg_iovlen = 1;
+	m.msg_control = u.buf;
+	m.msg_controllen = sizeof(u.buf);
+	r = recvmsg(sock, &m, MSG_CMSG_CLOEXEC);
+	if (r != 1)
+		return box_err_set(err, BOX_E_IO, "no descriptors came");
+	for (cm = CMSG_FIRSTHDR(&m); cm; cm = CMSG_NXTHDR(&m, cm)) {
+		int cnt;
+
+		if (cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_RIGHTS)
+			continue;
+		cnt = (int)((cm->cmsg_len - CMSG_LEN(0)) / sizeof(int));
+		for (k = 0; k < cnt; k++) {
+			int fd;
+
+			memcpy(&fd, CMSG_DATA(cm) + sizeof(int) * (size_t)k, sizeof(int));
+			if (got < n)
+				fds[got++] = fd;
+			else
+				close(fd);
+		}
+	}
+	if (got != n || (m.msg_flags & MSG_CTRUNC)) {
+		for (k = 0; k < got; k++)
+			close(fds[k]);
+		return box_err_set(err, BOX_E_IO, "wrong descriptors came");
+	}
+	return 0;
 }

@@ -43,6 +43,20 @@ int box_ipc_recv(int fd, struct box_ipc_in *in, uint8_t *op, struct box_buf *pay
 /* Splits a payload into at most max fields; returns the count, or -1 if malformed. */
 int box_ipc_split(const char *p, size_t n, struct box_ipc_field *fields, int max);
 
+/* A listening unix stream socket bound at path (mode 0600; an old socket there is replaced,
+ * anything else is conflict). Returns the fd (close-on-exec) or -1 with err. */
+int box_ipc_listen(const char *path, struct box_err *err);
+
+/* A unix stream socket connected to path; -1 with io_error when nobody listens there. */
+int box_ipc_connect(const char *path, struct box_err *err);
+
+/* Sends n (at most 8) file descriptors with one byte. 0 or -1 with io_error. */
+int box_ipc_send_fds(int sock, const int *fds, int n, struct box_err *err);
+
+/* Receives exactly n descriptors sent by box_ipc_send_fds before deadline_ms (close-on-exec);
+ * anything else (fewer, more, none) closes what came and fails. 0 or -1 with err. */
+int box_ipc_recv_fds(int sock, int *fds, int n, int64_t deadline_ms, struct box_err *err);
+
 /* Milliseconds of CLOCK_MONOTONIC. */
 int64_t box_now_ms(void);
 

@@ -26,6 +26,7 @@
 #include "atomic.h"
 #include "buf.h"
 #include "confine.h"
+#include "ipc.h"
 #include "json.h"
 #include "sbcopy.h"
 #include "sbjail.h"
@@ -455,13 +456,17 @@ static int write_proc(pid_t pid, const char *file, const char *val)
 }
 
 static int64_t now_ms(void);
+static int ctl_listen(const struct box_nsbox_config *c);
+static int keeper_tick_outside(const struct box_nsbox_config *c, enum box_cg_mode cg);
+static void keeper_spawn(const struct box_nsbox_config *c, enum box_cg_mode cg, int ctl,
+			 int pidfd, int serve);
 
 /* The keeper: parent of the holder on the host, off the caller's stdio. It maps the holder's
  * ids, puts it in its groups, then waits for it, running the keeper tick meanwhile. */
 static void __attribute__((noreturn)) keeper_main(const struct box_nsbox_config *c,
 						  enum box_cg_mode cg, int rep)
 {
-	int go[2], devnull, pidfd, serve;
+	int go[2], devnull, pidfd, serve, ctl;
 	pid_t h;
 	char msg[64];
 	struct box_err err;
@@ -488,6 +493,15 @@ static void __attribute__((noreturn)) keeper_main(const struct box_nsbox_config 
 	close_from(serve >= 0 ? 5 : 4, -1);
 	if (pipe2(go, O_CLOEXEC) < 0)
 		die(rep, "pipe", "");
+	/* the keeper lives in the sandbox's groups: the holder and every command it spawns
+	 * inherit them, so an exec never pays for a cgroup migration */
+	if (box_cg_join(cg, c->id, 0, &err) < 0) {
+		errno = EIO;
+		die(rep, "cgroup", err.message);
+	}
+	ctl = ctl_listen(c);
+	if (ctl < 0)
+		die(rep, "listen", "ctl.sock");
 	h = (pid_t)syscall(SYS_clone, NS_FLAGS | SIGCHLD, NULL, NULL, NULL, NULL);
 	if (h < 0)
 		die(rep, "clone", "namespaces");
@@ -516,11 +530,12 @@ static void __attribute__((noreturn)) keeper_main(const struct box_nsbox_config 
 		int64_t next_tick = 0;
 
 		for (;;) {
-			struct pollfd pfd[2] = { { pidfd, POLLIN, 0 }, { serve, POLLIN, 0 } };
+			struct pollfd pfd[3] = { { pidfd, POLLIN, 0 }, { ctl, POLLIN, 0 },
+						 { serve, POLLIN, 0 } };
 			int wait_ms = -1;
 
 			if (c->keeper_tick && next_tick >= 0 && now_ms() >= next_tick) {
-				int ms = c->keeper_tick(c->keeper_ctx);
+				int ms = keeper_tick_outside(c, cg);
 
 				next_tick = ms < 0 ? -1 : now_ms() + ms;
 			}
@@ -530,13 +545,15 @@ static void __attribute__((noreturn)) keeper_main(const struct box_nsbox_config 
 				waitpid(h, NULL, 0);
 				break;
 			}
-			if (poll(pfd, serve >= 0 ? 2 : 1, wait_ms) < 0 && errno != EINTR)
+			if (poll(pfd, serve >= 0 ? 3 : 2, wait_ms) < 0 && errno != EINTR)
 				break;
 			if (pfd[0].revents) {
 				waitpid(h, NULL, 0);
 				break;
 			}
-			if (serve >= 0 && pfd[1].revents && c->keeper_serve)
+			if (pfd[1].revents)
+				keeper_spawn(c, cg, ctl, pidfd, serve);
+			if (serve >= 0 && pfd[2].revents && c->keeper_serve)
 				c->keeper_serve(serve, c->keeper_ctx);
 			while (waitpid(-1, NULL, WNOHANG) > 0)
 				;
@@ -996,6 +1013,220 @@ static void __attribute__((noreturn)) supervisor_main(const struct box_nsbox_con
 	_exit(0);
 }
 
+/* The first process of an exec: into the sandbox's groups (join_cg; BOX_CG_NONE when it was
+ * born in them), into the holder's namespaces through its pidfd, then the supervisor in a
+ * child (setns of a pid namespace takes effect for children only). */
+static void __attribute__((noreturn)) c1_main(int pidfd, const struct box_nsbox_config *c,
+					      const struct box_nsbox_exec *x,
+					      const struct exec_fds *f, int64_t deadline, int nocg,
+					      enum box_cg_mode join_cg)
+{
+	pid_t c2;
+
+	if (box_cg_join(join_cg, c->id, 0, &(struct box_err){ 0 }) < 0)
+		fail_stage(f->status[1], ST_CGROUP);
+	if (setns(pidfd, NS_FLAGS | CLONE_NEWCGROUP) < 0)
+		fail_stage(f->status[1], ST_SETNS);
+	close(pidfd);
+	c2 = fork();
+	if (c2 < 0)
+		fail_stage(f->status[1], ST_FORK);
+	if (c2 > 0)
+		_exit(0);
+	supervisor_main(c, x, f, deadline, nocg);
+}
+
+/* ---- the keeper spawns commands ---- */
+
+#define SPAWN_REQUEST_MAX ((size_t)32 << 20)
+#define SPAWN_IO_MS 5000
+#define SPAWN_FDS 5
+
+static int ctl_path(const struct box_nsbox_config *c, char *out, size_t n)
+{
+	return box_fmt(out, n, "%s/ctl.sock", c->dir);
+}
+
+static int ctl_listen(const struct box_nsbox_config *c)
+{
+	char p[4096];
+	struct box_err e;
+
+	box_err_init(&e);
+	if (ctl_path(c, p, sizeof(p)) < 0)
+		return -1;
+	return box_ipc_listen(p, &e);
+}
+
+/* The idle tick pauses the sandbox, whose freezer group holds the keeper: it runs in a child
+ * that leaves that group first, and hands back when to look again. */
+static int keeper_tick_outside(const struct box_nsbox_config *c, enum box_cg_mode cg)
+{
+	int p[2], ms = 60000;
+	pid_t k;
+
+	if (pipe2(p, O_CLOEXEC) < 0)
+		return 60000;
+	k = fork();
+	if (k < 0) {
+		close(p[0]);
+		close(p[1]);
+		return 60000;
+	}
+	if (k == 0) {
+		struct box_err e;
+
+		box_err_init(&e);
+		close(p[0]);
+		if (box_cg_leave_freezer(cg, &e) == 0)
+			ms = c->keeper_tick(c->keeper_ctx);
+		(void)!write(p[1], &ms, sizeof(ms));
+		_exit(0);
+	}
+	close(p[1]);
+	if (read(p[0], &ms, sizeof(ms)) != (ssize_t)sizeof(ms))
+		ms = 60000;
+	close(p[0]);
+	waitpid(k, NULL, 0);
+	return ms;
+}
+
+static char **strings_of(const cJSON *arr)
+{
+	int n = cJSON_GetArraySize(arr), k = 0;
+	char **v;
+	const cJSON *e;
+
+	if (n > 65536)
+		return NULL;
+	v = calloc((size_t)n + 1, sizeof(*v));
+	if (!v)
+		return NULL;
+	cJSON_ArrayForEach(e, arr) {
+		if (!cJSON_IsString(e)) {
+			free(v);
+			return NULL;
+		}
+		v[k++] = e->valuestring;
+	}
+	return v;
+}
+
+/* One request on the control socket: the command and its descriptors; the keeper forks the
+ * first process of the exec chain (it joins the holder's namespaces through the keeper's
+ * pidfd, taken when the holder was born) and answers "k", or "e" when it could not. */
+static void keeper_spawn(const struct box_nsbox_config *c, enum box_cg_mode cg, int ctl,
+			 int pidfd, int serve)
+{
+	int conn = accept4(ctl, NULL, NULL, SOCK_CLOEXEC), fds[SPAWN_FDS], k;
+	int64_t deadline = box_now_ms() + SPAWN_IO_MS;
+	struct box_ipc_in in = BOX_IPC_IN_INIT;
+	struct box_buf payload;
+	struct box_err e;
+	uint8_t op;
+	cJSON *req = NULL;
+	char **argv = NULL, **envp = NULL;
+	char ack = 'e';
+
+	if (conn < 0)
+		return;
+	box_err_init(&e);
+	box_buf_init(&payload, SPAWN_REQUEST_MAX);
+	for (k = 0; k < SPAWN_FDS; k++)
+		fds[k] = -1;
+	if (box_ipc_recv_fds(conn, fds, SPAWN_FDS, deadline, &e) < 0 ||
+	    box_ipc_recv(conn, &in, &op, &payload, deadline, &e) != 1)
+		goto out;
+	{
+		struct box_ipc_field fld[1];
+
+		if (op != 'x' || box_ipc_split(payload.data, payload.len, fld, 1) != 1)
+			goto out;
+		req = box_json_parse(fld[0].p, fld[0].n, &e);
+	}
+	argv = req ? strings_of(cJSON_GetObjectItemCaseSensitive(req, "argv")) : NULL;
+	envp = req ? strings_of(cJSON_GetObjectItemCaseSensitive(req, "env")) : NULL;
+	if (argv && envp && argv[0]) {
+		struct box_nsbox_exec x = { 0 };
+		struct exec_fds f = { .out = { -1, fds[1] }, .errp = { -1, fds[2] },
+				      .in = { fds[0], -1 }, .status = { -1, fds[3] },
+				      .ctl = { fds[4], -1 } };
+		int64_t until = box_json_get_int(req, "deadline", 0);
+		pid_t c1;
+
+		x.argv = argv;
+		x.envp = envp;
+		x.cwd = box_json_get_str(req, "cwd", NULL);
+		x.cpu_ms = box_json_get_int(req, "cpu_ms", 0);
+		c1 = fork();
+		if (c1 == 0) {
+			close(conn);
+			close(ctl);
+			if (serve >= 0)
+				close(serve);
+			c1_main(pidfd, c, &x, &f, until, cg == BOX_CG_NONE, BOX_CG_NONE);
+		}
+		if (c1 > 0)
+			ack = 'k';
+	}
+out:
+	(void)!write(conn, &ack, 1);
+	for (k = 0; k < SPAWN_FDS; k++)
+		if (fds[k] >= 0)
+			close(fds[k]);
+	free(argv);
+	free(envp);
+	cJSON_Delete(req);
+	box_buf_release(&payload);
+	close(conn);
+}
+
+/* The exec asks the keeper for its processes: 0 when the keeper took them, -1 when it could
+ * not be asked (an older keeper, a dead one): the caller then starts them itself. */
+static int spawn_via_keeper(const struct box_nsbox_config *c, const struct box_nsbox_exec *x,
+			    int64_t deadline, const struct exec_fds *f)
+{
+	char p[4096], ack = 0;
+	int fds[SPAWN_FDS] = { f->in[0], f->out[1], f->errp[1], f->status[1], f->ctl[0] };
+	int sock, k, r = -1;
+	struct box_err e;
+	cJSON *req = cJSON_CreateObject(), *argv = cJSON_CreateArray(), *env = cJSON_CreateArray();
+	char *text = NULL;
+	size_t len = 0;
+	struct pollfd pf;
+
+	box_err_init(&e);
+	for (k = 0; x->argv[k]; k++)
+		cJSON_AddItemToArray(argv, cJSON_CreateString(x->argv[k]));
+	for (k = 0; x->envp[k]; k++)
+		cJSON_AddItemToArray(env, cJSON_CreateString(x->envp[k]));
+	cJSON_AddItemToObject(req, "argv", argv);
+	cJSON_AddItemToObject(req, "env", env);
+	if (x->cwd)
+		cJSON_AddStringToObject(req, "cwd", x->cwd);
+	box_json_add_int64(req, "deadline", deadline);
+	box_json_add_int64(req, "cpu_ms", x->cpu_ms);
+	text = cJSON_PrintUnformatted(req);
+	cJSON_Delete(req);
+	if (!text || ctl_path(c, p, sizeof(p)) < 0)
+		goto out;
+	len = strlen(text);
+	sock = box_ipc_connect(p, &e);
+	if (sock < 0)
+		goto out;
+	if (box_ipc_send_fds(sock, fds, SPAWN_FDS, &e) == 0 &&
+	    box_ipc_send(sock, 'x', &(struct box_ipc_field){ text, len }, 1,
+			 box_now_ms() + SPAWN_IO_MS, &e) == 0) {
+		pf = (struct pollfd){ sock, POLLIN, 0 };
+		if (poll(&pf, 1, SPAWN_IO_MS) == 1 && read(sock, &ack, 1) == 1 && ack == 'k')
+			r = 0;
+	}
+	close(sock);
+out:
+	free(text);
+	return r;
+}
+
 struct capture {
 	struct box_buf head[2];     /* per stream, at most max_output_bytes */
 	struct box_buf mem;         /* both streams in order until the log is opened */
@@ -1168,26 +1399,18 @@ cJSON *box_nsbox_exec(const struct box_nsbox_inst *i, const struct box_nsbox_con
 		}
 	}
 	box_cg_counters(i->cg, c->id, &before);
+	if (spawn_via_keeper(c, x, deadline, &f) == 0) {
+		c1 = 0;
+		goto spawned;
+	}
 	c1 = fork();
 	if (c1 < 0) {
 		box_err_sys(err, "fork");
 		goto out;
 	}
-	if (c1 == 0) {
-		pid_t c2;
-
-		if (box_cg_join(i->cg, c->id, 0, &(struct box_err){ 0 }) < 0)
-			fail_stage(f.status[1], ST_CGROUP);
-		if (setns(pidfd, NS_FLAGS | CLONE_NEWCGROUP) < 0)
-			fail_stage(f.status[1], ST_SETNS);
-		close(pidfd);
-		c2 = fork();
-		if (c2 < 0)
-			fail_stage(f.status[1], ST_FORK);
-		if (c2 > 0)
-			_exit(0);
-		supervisor_main(c, x, &f, deadline, nocg);
-	}
+	if (c1 == 0)
+		c1_main(pidfd, c, x, &f, deadline, nocg, i->cg);
+spawned:
 	close(pidfd);
 	pidfd = -1;
 	close(f.out[1]);
@@ -1297,7 +1520,8 @@ cJSON *box_nsbox_exec(const struct box_nsbox_inst *i, const struct box_nsbox_con
 			f.ctl[1] = -1;
 		}
 	}
-	waitpid(c1, NULL, 0);
+	if (c1 > 0)
+		waitpid(c1, NULL, 0);
 	if (!have_status) {
 		/* kill -1 inside reaches the supervisor too: what it left may still run, so the
 		 * instance ends, and the next operation replaces it from the kept workspace */

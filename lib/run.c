@@ -386,8 +386,16 @@ static int load_tools(struct run *r, const char *path, struct box_err *err)
 	}
 	r->tools = box_tools_load(path, err);
 	if (!r->tools) {
-		if (!err->path[0])
+		if (!err->path[0]) {
 			box_err_path(err, "$.tools");
+		} else if (err->code == BOX_E_INVALID) {
+			/* err->path is a path in the manifest: say which file it is in */
+			struct box_err e = *err;
+
+			box_err_set(err, BOX_E_INVALID, "tool manifest %.200s: %.280s", path,
+				    e.message);
+			box_err_path(err, e.path);
+		}
 		return -1;
 	}
 	r->vmtools = calloc(r->tools->n + 1, sizeof(*r->vmtools));
@@ -517,12 +525,11 @@ static cJSON *lua_tool_call(struct run *r, const struct box_tool *t, const cJSON
 		goto out;
 	res = lua_tool_answer(t, &pr, timeout_ms, err);
 	if (res && t->output_schema && box_schema_validate(t->output_schema, res, err) < 0) {
-		char what[BOX_ERR_MSG_MAX];
+		struct box_err v = *err;
 
-		memcpy(what, err->message, sizeof(what));
-		err->code = BOX_E_GUEST;
-		snprintf(err->message, sizeof(err->message), "tool %s returned invalid output: %s",
-			 t->name, what);
+		box_err_set(err, BOX_E_GUEST, "tool %s returned invalid output: %.400s", t->name,
+			    v.message);
+		box_err_path(err, v.path);
 		cJSON_Delete(res);
 		res = NULL;
 	}
@@ -1085,4 +1092,185 @@ out_ws:
 	box_buf_release(&r.result);
 	tools_release(&r);
 	return res;
+}
+
+/* ------------------------------------------------------------------ --describe */
+
+static const char *const method_names[] = {
+	"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS", NULL
+};
+
+/* One allow rule for an agent: {"host", "port", "schemes", "path"?, "methods"?} and the same
+ * as one line of text. */
+static int describe_rule(const struct box_policy_rule *pr, cJSON *hosts, struct box_buf *text,
+			 struct box_err *err)
+{
+	cJSON *h = cJSON_CreateObject(), *a;
+	char host[BOX_HOST_MAX + 3];
+	int i, any = pr->methods == 0;
+
+	if (!h || !cJSON_AddItemToArray(hosts, h))
+		return cJSON_Delete(h), box_err_set(err, BOX_E_INTERNAL, "out of memory");
+	snprintf(host, sizeof(host), "%s%s", pr->wildcard ? "*." : "", pr->host);
+	cJSON_AddStringToObject(h, "host", host);
+	box_json_add_int64(h, "port", pr->port);
+	a = cJSON_AddArrayToObject(h, "schemes");
+	if (pr->schemes & BOX_SCHEME_HTTP)
+		cJSON_AddItemToArray(a, cJSON_CreateString("http"));
+	if (pr->schemes & BOX_SCHEME_HTTPS)
+		cJSON_AddItemToArray(a, cJSON_CreateString("https"));
+	if (pr->path && pr->path[0])
+		cJSON_AddStringToObject(h, "path", pr->path);
+	if (pr->schemes == (BOX_SCHEME_HTTP | BOX_SCHEME_HTTPS))
+		box_buf_printf(text, err, "\n- %s:%d (http or https", host, pr->port);
+	else if ((pr->schemes == BOX_SCHEME_HTTPS && pr->port == 443) ||
+		 (pr->schemes == BOX_SCHEME_HTTP && pr->port == 80))
+		box_buf_printf(text, err, "\n- %s://%s%s (", pr->schemes == BOX_SCHEME_HTTPS ?
+			       "https" : "http", host, pr->path ? pr->path : "");
+	else
+		box_buf_printf(text, err, "\n- %s://%s:%d%s (", pr->schemes == BOX_SCHEME_HTTPS ?
+			       "https" : "http", host, pr->port, pr->path ? pr->path : "");
+	if (pr->schemes == (BOX_SCHEME_HTTP | BOX_SCHEME_HTTPS))
+		box_buf_puts(text, ", ", err);
+	if (any) {
+		box_buf_puts(text, "any method)", err);
+		return 0;
+	}
+	a = cJSON_AddArrayToObject(h, "methods");
+	for (i = 0; method_names[i]; i++) {
+		if (!(pr->methods & box_policy_method_bit(method_names[i])))
+			continue;
+		cJSON_AddItemToArray(a, cJSON_CreateString(method_names[i]));
+		box_buf_printf(text, err, "%s%s", cJSON_GetArraySize(a) > 1 ? ", " : "",
+			       method_names[i]);
+	}
+	return box_buf_puts(text, ")", err);
+}
+
+static int describe_tools(const struct box_toolset *set, cJSON *o, struct box_buf *text,
+			  struct box_err *err)
+{
+	cJSON *list = box_tools_describe(set, BOX_TOOLS_CODE_MODE);
+	const cJSON *t;
+
+	if (!list)
+		return box_err_set(err, BOX_E_INTERNAL, "out of memory");
+	cJSON_AddItemToObject(o, "tools", list);
+	if (cJSON_GetArraySize(list) == 0)
+		return box_buf_puts(text, "\n\nTools: none is offered (tools is an empty table).",
+				    err);
+	box_buf_puts(text, "\n\nTools: the script calls a tool as tools.NAME(input), input a table "
+		     "that matches the tool's input schema (nil for {}). The tool's JSON answer "
+		     "comes back as Lua values; a failed call raises an error (pcall catches it). "
+		     "The tools:", err);
+	cJSON_ArrayForEach(t, list) {
+		char *schema = cJSON_PrintUnformatted(cJSON_GetObjectItemCaseSensitive(t,
+											"input_schema"));
+
+		box_buf_printf(text, err, "\n- %s: %s\n  input schema: %s",
+			       cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(t, "name")),
+			       cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(t,
+										     "description")),
+			       schema ? schema : "{}");
+		cJSON_free(schema);
+	}
+	return 0;
+}
+
+static int describe_hosts(const cJSON *allow, int allow_private, cJSON *o, struct box_buf *text,
+			  struct box_err *err)
+{
+	struct box_policy *p = calloc(1, sizeof(*p));
+	cJSON *hosts = cJSON_AddArrayToObject(o, "allowed_hosts");
+	const cJSON *rule;
+	size_t i;
+	int rc = 0, k = 0;
+
+	if (!p || !hosts) {
+		free(p);
+		return box_err_set(err, BOX_E_INTERNAL, "out of memory");
+	}
+	box_policy_init(p);
+	cJSON_ArrayForEach(rule, allow) {
+		if (box_policy_add(p, rule->valuestring, err) < 0) {
+			char path[64];
+
+			snprintf(path, sizeof(path), "$.allow[%d]", k);
+			box_err_path(err, path);
+			rc = -1;
+			goto out;
+		}
+		k++;
+	}
+	if (p->n == 0) {
+		rc = box_buf_puts(text, "\n\nNetwork: none (http is nil).", err);
+		goto out;
+	}
+	box_buf_puts(text, "\n\nNetwork: http.get(url[, opts]) and http.post(url, body[, opts]) "
+		     "reach only these hosts (allowed domains), with these methods:", err);
+	for (i = 0; i < p->n && rc == 0; i++)
+		rc = describe_rule(&p->rules[i], hosts, text, err);
+	if (rc == 0 && !allow_private)
+		rc = box_buf_puts(text, "\nLoopback, private, link-local and metadata addresses "
+				  "are refused.", err);
+out:
+	box_policy_release(p);
+	free(p);
+	return rc;
+}
+
+cJSON *box_run_describe(const cJSON *req, const char *name, const char *description,
+			const char *request_schema, const char *result_schema,
+			struct box_err *err)
+{
+	struct run r;
+	struct box_buf text = BOX_BUF_INIT(64 * MiB);
+	cJSON *o = cJSON_CreateObject(), *extra = cJSON_CreateObject(), *in, *out, *it;
+	const char *tools = box_json_get_str(req, "tools", NULL);
+	const cJSON *allow = cJSON_GetObjectItemCaseSensitive(req, "allow");
+
+	memset(&r, 0, sizeof(r));
+	in = box_json_parse(request_schema, strlen(request_schema), err);
+	out = box_json_parse(result_schema, strlen(result_schema), err);
+	if (!o || !extra || !in || !out) {
+		box_err_set(err, BOX_E_INTERNAL, "built-in schema does not parse");
+		goto fail;
+	}
+	cJSON_AddStringToObject(o, "name", name);
+	box_buf_puts(&text, description, err);
+	if (tools) {
+		if (load_tools(&r, tools, err) < 0 || describe_tools(r.tools, extra, &text, err) < 0)
+			goto fail;
+	}
+	if (describe_hosts(cJSON_IsArray(allow) ? allow : NULL,
+			   box_json_get_bool(req, "allow_private_network", 0), extra, &text, err) < 0)
+		goto fail;
+	box_buf_puts(&text, box_json_get_str(req, "workspace", NULL) ?
+		     "\n\nFiles: fs.read, fs.write, fs.append, fs.exists, fs.list, fs.stat, "
+		     "fs.remove, fs.mkdir and fs.grep work in a workspace that they see as /." :
+		     "\n\nFiles: none (fs is nil).", err);
+	if (!text.data) {
+		box_err_set(err, BOX_E_INTERNAL, "out of memory");
+		goto fail;
+	}
+	cJSON_AddStringToObject(o, "description", text.data);
+	cJSON_AddItemToObject(o, "input_schema", in);
+	cJSON_AddItemToObject(o, "output_schema", out);
+	/* what the script can reach, after what every definition has */
+	while ((it = extra->child)) {
+		cJSON_DetachItemViaPointer(extra, it);
+		cJSON_AddItemToObject(o, it->string, it);
+	}
+	cJSON_Delete(extra);
+	tools_release(&r);
+	box_buf_release(&text);
+	return o;
+fail:
+	tools_release(&r);
+	box_buf_release(&text);
+	cJSON_Delete(extra);
+	cJSON_Delete(o);
+	cJSON_Delete(in);
+	cJSON_Delete(out);
+	return NULL;
 }

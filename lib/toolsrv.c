@@ -12,6 +12,7 @@
 
 #include "toolsrv.h"
 #include "buf.h"
+#include "ipc.h"
 #include "json.h"
 #include "banned.h"
 
@@ -23,39 +24,9 @@ static int64_t now_ms(void)
 	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-static int sockaddr_of(const char *path, struct sockaddr_un *sa, struct box_err *err)
-{
-	memset(sa, 0, sizeof(*sa));
-	sa->sun_family = AF_UNIX;
-	if (box_fmt(sa->sun_path, sizeof(sa->sun_path), "%s", path) < 0)
-		return box_err_set(err, BOX_E_INVALID, "socket path too long: %.200s", path);
-	return 0;
-}
-
 int box_toolsrv_listen(const char *path, struct box_err *err)
 {
-	struct sockaddr_un sa;
-	struct stat st;
-	int fd;
-
-	if (sockaddr_of(path, &sa, err) < 0)
-		return -1;
-	if (lstat(path, &st) == 0) {
-		if (!S_ISSOCK(st.st_mode))
-			return box_err_set(err, BOX_E_CONFLICT, "%.200s exists and is not a socket", path);
-		if (unlink(path) < 0)
-			return box_err_sys(err, "cannot remove %.200s", path);
-	}
-	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (fd < 0)
-		return box_err_sys(err, "socket");
-	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 || chmod(path, 0600) < 0 ||
-	    listen(fd, 16) < 0) {
-		box_err_sys(err, "cannot listen on %.200s", path);
-		close(fd);
-		return -1;
-	}
-	return fd;
+	return box_ipc_listen(path, err);
 }
 
 /* Reads one line (the request or the reply) before the deadline, at most max bytes. */
@@ -189,22 +160,14 @@ void box_toolsrv_serve_one(int lfd, const struct box_toolset *set, int max_timeo
 cJSON *box_toolsrv_request(const char *path, cJSON *req, int timeout_ms,
 			   struct box_err *err)
 {
-	struct sockaddr_un sa;
 	struct box_buf b;
 	cJSON *res;
 	int fd;
 	int64_t deadline = now_ms() + (timeout_ms > 0 ? timeout_ms : 3600000);
 
-	if (sockaddr_of(path, &sa, err) < 0)
-		return NULL;
-	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	fd = box_ipc_connect(path, err);
 	if (fd < 0)
-		return box_err_sys(err, "socket"), NULL;
-	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
-		box_err_sys(err, "cannot reach the tool socket %.200s", path);
-		close(fd);
 		return NULL;
-	}
 	if (write_line(fd, req, now_ms() + BOX_TOOLSRV_IO_MS) < 0) {
 		close(fd);
 		return box_err_set(err, BOX_E_IO, "cannot send to the tool socket"), NULL;
