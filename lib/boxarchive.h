@@ -15,6 +15,19 @@
 #define BOX_ARCHIVE_MAX_DEPTH 64         /* components of a path: "a/b/c" has depth 3 */
 #define BOX_ARCHIVE_MAX_BYTES (INT64_C(1) << 30)
 #define BOX_ARCHIVE_BOMB_RATIO 20        /* extracted bytes per compressed byte, at most */
+#define BOX_ARCHIVE_MAX_LINK 4095        /* bytes of a symlink's target, without a NUL */
+
+/*
+ * Flags of box_archive_pack_ex() and box_archive_extract_ex().
+ * BOX_ARCHIVE_SYMLINKS: symlinks whose target is contained are packed and extracted as
+ * symlinks (for sandbox snapshots; artifacts never use it). A target is contained when it is
+ * not empty, at most BOX_ARCHIVE_MAX_LINK bytes, relative, without empty components ("a//b"),
+ * and made of zero or more ".." components first, no more of them than the directories above
+ * the link ("a/b/l" may climb 2), then only plain components (or "."): resolved from the
+ * link's own directory it never leaves the tree, even through other contained links. This is
+ * the rule lib/sbcopy.c applies to the links it keeps.
+ */
+#define BOX_ARCHIVE_SYMLINKS 0x1u
 
 /* Caps on an extraction: max_bytes may be 0 (only empty files), the others must be positive. */
 struct box_archive_limits {
@@ -31,6 +44,7 @@ struct box_archive_stats {
 	int64_t dirs;
 	int64_t bytes;         /* file content bytes */
 	int64_t archive_bytes; /* compressed bytes written (pack) or read (extract) */
+	int64_t links;         /* symlinks (BOX_ARCHIVE_SYMLINKS only), also counted in entries */
 };
 
 /*
@@ -52,6 +66,17 @@ struct box_archive_stats {
  * On failure some bytes may already have been written to outfd: write to a temporary file.
  */
 int box_archive_pack(int dirfd, int outfd, struct box_archive_stats *st, struct box_err *err);
+
+/*
+ * box_archive_pack() with flags (0 or BOX_ARCHIVE_SYMLINKS; box_archive_pack() is flags 0).
+ * With BOX_ARCHIVE_SYMLINKS a symlink is stored as a symlink entry holding its target text as
+ * readlink gives it (never followed), with the fixed metadata of the other entries (mode 0777,
+ * size 0); one whose target is not contained (see BOX_ARCHIVE_SYMLINKS) fails the pack with
+ * policy_denied, err->path naming the link, so a snapshot never drops a file silently.
+ * Devices, FIFOs and sockets stay invalid_request. Other flags are invalid_request.
+ */
+int box_archive_pack_ex(int dirfd, int outfd, unsigned int flags, struct box_archive_stats *st,
+			struct box_err *err);
 
 /* The caps of DESIGN.md for an archive of compressed_size bytes: max_bytes is
  * min(BOX_ARCHIVE_MAX_BYTES, BOX_ARCHIVE_BOMB_RATIO * compressed_size) (0 for a non-positive
@@ -97,6 +122,19 @@ int box_archive_extract(int infd, int destdirfd, const struct box_archive_limits
 			struct box_archive_stats *st, struct box_err *err);
 
 /*
+ * box_archive_extract() with flags (0 or BOX_ARCHIVE_SYMLINKS; box_archive_extract() is
+ * flags 0). With BOX_ARCHIVE_SYMLINKS a symlink entry (its name obeying the rules above) whose
+ * target is contained (see BOX_ARCHIVE_SYMLINKS) is created with symlinkat; any other symlink
+ * entry is integrity_failed as without the flag, and so is an entry whose path goes through a
+ * symlink made earlier ("l" -> "d", then "l/x"): parents are opened with O_NOFOLLOW one
+ * component at a time, nothing is ever created through a link. The destination may then hold
+ * symlinks besides 0644/0755 files and 0755 directories. Hard links stay refused. Other flags
+ * are invalid_request.
+ */
+int box_archive_extract_ex(int infd, int destdirfd, const struct box_archive_limits *lim,
+			   unsigned int flags, struct box_archive_stats *st, struct box_err *err);
+
+/*
  * Removes name (one path component, no '/') in dirfd and, if it is a directory, everything
  * under it, without ever following a symlink (a symlink is removed, not its target).
  * Directories without write permission are made writable first. Bounded: at most 1,000,000
@@ -118,8 +156,10 @@ int box_archive_remove_tree(int dirfd, const char *name, struct box_err *err);
  * execute bit, "0644" for other files, "0000" for other types; SIZE is the size in decimal
  * (0 for directories); CONTENT is the hex SHA-256 of the file's bytes (of a symlink's target)
  * or "-". So any change of content, name, type, execute bit, an extra or a missing entry
- * changes the digest; other permission bits, owners and times do not. The digest of a tree
- * equals that of its box_archive_pack() archive extracted by box_archive_extract().
+ * changes the digest; other permission bits, owners and times do not; a symlink's target text
+ * is part of it, so a changed target changes the digest. The digest of a tree equals that of
+ * its box_archive_pack() archive extracted by box_archive_extract(), and of its
+ * box_archive_pack_ex() archive extracted by box_archive_extract_ex() with the same flags.
  * Bounded by the BOX_ARCHIVE_MAX_* entries, path length and depth.
  * Returns 0, or -1 with err set: limit_exceeded past a bound, io_error (or not_found) when the
  * tree cannot be read or a file changes while it is read, internal for memory.

@@ -34,6 +34,7 @@
 #include "utf8.h"
 #include "banned.h"
 
+#define NS_FDS 7
 #define NS_FLAGS (CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWIPC | \
 		  CLONE_NEWUTS)
 #define START_TIMEOUT_MS 10000
@@ -421,8 +422,33 @@ static void close_from(int lowfd, int keep)
 			close(fd);
 }
 
+static const char *const ns_names[NS_FDS] = { "user", "mnt", "pid", "net", "ipc", "uts",
+					       "cgroup" };
+
+/* The holder's namespaces as fds, for a keeper that may not open them through the holder's
+ * pidfd (an ordinary user: the holder is not dumpable). */
+static void send_ns(int rep, int sock)
+{
+	int fds[NS_FDS], k;
+	char p[64];
+	struct box_err e;
+
+	box_err_init(&e);
+	for (k = 0; k < NS_FDS; k++) {
+		box_fmt(p, sizeof(p), "/proc/self/ns/%s", ns_names[k]);
+		fds[k] = open(p, O_RDONLY | O_CLOEXEC);
+		if (fds[k] < 0)
+			die(rep, "open", p);
+	}
+	if (box_ipc_send_fds(sock, fds, NS_FDS, &e) < 0)
+		die(rep, "send", "namespaces");
+	for (k = 0; k < NS_FDS; k++)
+		close(fds[k]);
+	close(sock);
+}
+
 static void __attribute__((noreturn)) holder_main(const struct box_nsbox_config *c, int rep,
-						  int go)
+						  int go, int nssock)
 {
 	char b;
 
@@ -435,6 +461,7 @@ static void __attribute__((noreturn)) holder_main(const struct box_nsbox_config 
 	if (sethostname("box", 3) < 0)
 		die(rep, "sethostname", "box");
 	lo_up(rep);
+	send_ns(rep, nssock);
 	prctl(PR_SET_DUMPABLE, 0);
 	(void)!write(rep, "R\n", 2);
 	close(rep);
@@ -459,14 +486,14 @@ static int64_t now_ms(void);
 static int ctl_listen(const struct box_nsbox_config *c);
 static int keeper_tick_outside(const struct box_nsbox_config *c, enum box_cg_mode cg);
 static void keeper_spawn(const struct box_nsbox_config *c, enum box_cg_mode cg, int ctl,
-			 int pidfd, int serve);
+			 int pidfd, const int *nsfds, int serve);
 
 /* The keeper: parent of the holder on the host, off the caller's stdio. It maps the holder's
  * ids, puts it in its groups, then waits for it, running the keeper tick meanwhile. */
 static void __attribute__((noreturn)) keeper_main(const struct box_nsbox_config *c,
 						  enum box_cg_mode cg, int rep)
 {
-	int go[2], devnull, pidfd, serve, ctl;
+	int go[2], nsp[2], nsfds[NS_FDS], devnull, pidfd, serve, ctl, k;
 	pid_t h;
 	char msg[64];
 	struct box_err err;
@@ -491,8 +518,11 @@ static void __attribute__((noreturn)) keeper_main(const struct box_nsbox_config 
 		serve = 4;
 	}
 	close_from(serve >= 0 ? 5 : 4, -1);
-	if (pipe2(go, O_CLOEXEC) < 0)
+	if (pipe2(go, O_CLOEXEC) < 0 ||
+	    socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, nsp) < 0)
 		die(rep, "pipe", "");
+	for (k = 0; k < NS_FDS; k++)
+		nsfds[k] = -1;
 	/* the keeper lives in the sandbox's groups: the holder and every command it spawns
 	 * inherit them, so an exec never pays for a cgroup migration */
 	if (box_cg_join(cg, c->id, 0, &err) < 0) {
@@ -507,9 +537,11 @@ static void __attribute__((noreturn)) keeper_main(const struct box_nsbox_config 
 		die(rep, "clone", "namespaces");
 	if (h == 0) {
 		close(go[1]);
-		holder_main(c, rep, go[0]);
+		close(nsp[0]);
+		holder_main(c, rep, go[0], nsp[1]);
 	}
 	close(go[0]);
+	close(nsp[1]);
 	box_fmt(msg, sizeof(msg), "0 %u 1", (unsigned)getuid());
 	if (write_proc(h, "setgroups", "deny") < 0 || write_proc(h, "uid_map", msg) < 0)
 		die(rep, "uid_map", "");
@@ -525,6 +557,10 @@ static void __attribute__((noreturn)) keeper_main(const struct box_nsbox_config 
 	close(rep);
 	(void)!write(go[1], "g", 1);
 	close(go[1]);
+	if (box_ipc_recv_fds(nsp[0], nsfds, NS_FDS, now_ms() + START_TIMEOUT_MS, &err) < 0)
+		for (k = 0; k < NS_FDS; k++)
+			nsfds[k] = -1;
+	close(nsp[0]);
 	pidfd = (int)syscall(SYS_pidfd_open, h, 0);
 	{
 		int64_t next_tick = 0;
@@ -552,7 +588,7 @@ static void __attribute__((noreturn)) keeper_main(const struct box_nsbox_config 
 				break;
 			}
 			if (pfd[1].revents)
-				keeper_spawn(c, cg, ctl, pidfd, serve);
+				keeper_spawn(c, cg, ctl, pidfd, nsfds, serve);
 			if (serve >= 0 && pfd[2].revents && c->keeper_serve)
 				c->keeper_serve(serve, c->keeper_ctx);
 			while (waitpid(-1, NULL, WNOHANG) > 0)
@@ -765,36 +801,101 @@ int box_nsbox_observe(const struct box_nsbox_inst *i, const char *id)
 }
 
 /* Without a freezer: SIGSTOP/SIGCONT every process whose pid namespace is the holder's. */
+static pid_t proc_ppid(long pid)
+{
+	char p[64], buf[512], *q;
+	int fd;
+	ssize_t n;
+
+	box_fmt(p, sizeof(p), "/proc/%ld/stat", pid);
+	fd = open(p, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return -1;
+	buf[n] = 0;
+	q = strrchr(buf, ')');
+	/* ") S PPID ..." */
+	return q && q[1] == ' ' && q[2] && q[3] == ' ' ? (pid_t)strtol(q + 4, NULL, 10) : -1;
+}
+
+#define TREE_MAX 65536
+
+/* The index of v in the ascending array a[0..n) (/proc lists pids in order), n if absent. */
+static size_t find_pid(const pid_t *a, size_t n, pid_t v)
+{
+	size_t lo = 0, hi = n;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (a[mid] == v)
+			return mid;
+		if (a[mid] < v)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return n;
+}
+
+/* Without a freezer: SIGSTOP/SIGCONT the holder and its descendants (every process of the
+ * sandbox descends from it: commands are re-parented to it), found through the parent pids
+ * in /proc, which an ordinary user may read even of the non-dumpable holder. */
 static int signal_tree(const struct box_nsbox_inst *i, int sig, struct box_err *err)
 {
-	char p[64], ns[64], other[64];
 	DIR *d;
 	struct dirent *e;
-	ssize_t n;
-	size_t seen = 0;
+	size_t n = 0, k, seen = 0;
+	pid_t *pid, *ppid;
+	char *in;
+	int grew = 1, rounds = 0;
 
-	box_fmt(p, sizeof(p), "/proc/%d/ns/pid", (int)i->pid);
-	n = readlink(p, ns, sizeof(ns) - 1);
-	if (n <= 0)
-		return box_err_sys(err, "cannot read the sandbox's pid namespace");
-	ns[n] = 0;
+	pid = calloc(TREE_MAX, sizeof(*pid));
+	ppid = calloc(TREE_MAX, sizeof(*ppid));
+	in = calloc(TREE_MAX, 1);
 	d = opendir("/proc");
-	if (!d)
+	if (!pid || !ppid || !in || !d) {
+		free(pid);
+		free(ppid);
+		free(in);
+		if (d)
+			closedir(d);
 		return box_err_sys(err, "cannot read /proc");
-	while ((e = readdir(d)) && seen++ < 4u << 20) {
-		long pid = strtol(e->d_name, NULL, 10);
+	}
+	while ((e = readdir(d)) && n < TREE_MAX && seen++ < 4u << 20) {
+		long v = strtol(e->d_name, NULL, 10);
 
-		if (pid <= 0)
+		if (v <= 0)
 			continue;
-		box_fmt(p, sizeof(p), "/proc/%ld/ns/pid", pid);
-		n = readlink(p, other, sizeof(other) - 1);
-		if (n <= 0)
-			continue;
-		other[n] = 0;
-		if (strcmp(other, ns) == 0 || pid == i->pid)
-			kill((pid_t)pid, sig);
+		pid[n] = (pid_t)v;
+		ppid[n] = proc_ppid(v);
+		in[n] = pid[n] == i->pid;
+		n++;
 	}
 	closedir(d);
+	while (grew && rounds++ < 1000) {
+		grew = 0;
+		for (k = 0; k < n; k++) {
+			size_t j;
+
+			if (in[k])
+				continue;
+			j = find_pid(pid, n, ppid[k]);
+			if (j < n && in[j]) {
+				in[k] = 1;
+				grew = 1;
+			}
+		}
+	}
+	for (k = 0; k < n; k++)
+		if (in[k])
+			kill(pid[k], sig);
+	free(pid);
+	free(ppid);
+	free(in);
 	return 0;
 }
 
@@ -1016,18 +1117,31 @@ static void __attribute__((noreturn)) supervisor_main(const struct box_nsbox_con
 /* The first process of an exec: into the sandbox's groups (join_cg; BOX_CG_NONE when it was
  * born in them), into the holder's namespaces through its pidfd, then the supervisor in a
  * child (setns of a pid namespace takes effect for children only). */
-static void __attribute__((noreturn)) c1_main(int pidfd, const struct box_nsbox_config *c,
+static void __attribute__((noreturn)) c1_main(int pidfd, const int *nsfds,
+					      const struct box_nsbox_config *c,
 					      const struct box_nsbox_exec *x,
 					      const struct exec_fds *f, int64_t deadline, int nocg,
 					      enum box_cg_mode join_cg)
 {
 	pid_t c2;
+	int k;
 
 	if (box_cg_join(join_cg, c->id, 0, &(struct box_err){ 0 }) < 0)
 		fail_stage(f->status[1], ST_CGROUP);
-	if (setns(pidfd, NS_FLAGS | CLONE_NEWCGROUP) < 0)
-		fail_stage(f->status[1], ST_SETNS);
+	if (setns(pidfd, NS_FLAGS | CLONE_NEWCGROUP) < 0) {
+		/* an ordinary user may not join through the non-dumpable holder's pidfd: the
+		 * keeper holds the namespaces the holder handed it at birth; the user
+		 * namespace goes first, for the capabilities the others need */
+		if (errno != EPERM || !nsfds || nsfds[0] < 0)
+			fail_stage(f->status[1], ST_SETNS);
+		for (k = 0; k < NS_FDS; k++)
+			if (setns(nsfds[k], 0) < 0)
+				fail_stage(f->status[1], ST_SETNS);
+	}
 	close(pidfd);
+	for (k = 0; nsfds && k < NS_FDS; k++)
+		if (nsfds[k] >= 0)
+			close(nsfds[k]);
 	c2 = fork();
 	if (c2 < 0)
 		fail_stage(f->status[1], ST_FORK);
@@ -1116,7 +1230,7 @@ static char **strings_of(const cJSON *arr)
  * first process of the exec chain (it joins the holder's namespaces through the keeper's
  * pidfd, taken when the holder was born) and answers "k", or "e" when it could not. */
 static void keeper_spawn(const struct box_nsbox_config *c, enum box_cg_mode cg, int ctl,
-			 int pidfd, int serve)
+			 int pidfd, const int *nsfds, int serve)
 {
 	int conn = accept4(ctl, NULL, NULL, SOCK_CLOEXEC), fds[SPAWN_FDS], k;
 	int64_t deadline = box_now_ms() + SPAWN_IO_MS;
@@ -1164,7 +1278,7 @@ static void keeper_spawn(const struct box_nsbox_config *c, enum box_cg_mode cg, 
 			close(ctl);
 			if (serve >= 0)
 				close(serve);
-			c1_main(pidfd, c, &x, &f, until, cg == BOX_CG_NONE, BOX_CG_NONE);
+			c1_main(pidfd, nsfds, c, &x, &f, until, cg == BOX_CG_NONE, BOX_CG_NONE);
 		}
 		if (c1 > 0)
 			ack = 'k';
@@ -1409,7 +1523,7 @@ cJSON *box_nsbox_exec(const struct box_nsbox_inst *i, const struct box_nsbox_con
 		goto out;
 	}
 	if (c1 == 0)
-		c1_main(pidfd, c, x, &f, deadline, nocg, i->cg);
+		c1_main(pidfd, NULL, c, x, &f, deadline, nocg, i->cg);
 spawned:
 	close(pidfd);
 	pidfd = -1;

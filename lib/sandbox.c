@@ -711,7 +711,12 @@ static int save(struct sb *s, struct box_err *err)
 static void touch(struct sb *s)
 {
 	struct box_err e;
+	char now[BOX_SBSTATE_TIME_MAX];
 
+	/* the idle clock counts seconds: one stamp a second is enough */
+	box_sbstate_now(now);
+	if (strncmp(now, s->rec.last_used_at, 19) == 0)
+		return;
 	box_err_init(&e);
 	(void)box_sbstate_touch(s->dir, &s->rec, &e);
 }
@@ -1071,6 +1076,14 @@ static cJSON *op_exec(struct sb *s, struct box_err *err)
 		goto out;
 	}
 	cJSON_AddStringToObject(res, "session", s->id);
+	if (s->created)
+		cJSON_AddTrueToObject(res, "created");
+	if (s->resumed)
+		cJSON_AddTrueToObject(res, "resumed");
+	if (s->replaced)
+		cJSON_AddTrueToObject(res, "replaced");
+	if (s->init_ran)
+		cJSON_AddTrueToObject(res, "init_ran");
 	judge(res);
 	touch(s);
 out:
