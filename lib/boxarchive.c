@@ -53,6 +53,40 @@ static mode_t norm_mode(mode_t m)
 	return 0644;
 }
 
+/*
+ * The containment rule of BOX_ARCHIVE_SYMLINKS for a link at depth components ("a/l" has
+ * depth 2). Leading ".." climb through real directories (neither the walk nor the extractor
+ * goes through links), and plain components only descend, through links obeying the same
+ * rule, so resolution stays inside. lib/sbcopy.c's safe_target() applies the same rule; it is
+ * not shared because box-sandbox links sbcopy without libarchive.
+ */
+static int link_contained(const char *t, size_t len, int64_t depth)
+{
+	const char *p = t, *end = t + len;
+	int64_t up = 0;
+	int seen_plain = 0;
+
+	if (len == 0 || len > BOX_ARCHIVE_MAX_LINK || t[0] == '/' || memchr(t, 0, len))
+		return 0;
+	while (p < end) {
+		const char *slash = memchr(p, '/', (size_t)(end - p));
+		size_t n = slash ? (size_t)(slash - p) : (size_t)(end - p);
+
+		if (n == 0)
+			return 0;
+		if (n == 2 && p[0] == '.' && p[1] == '.') {
+			if (seen_plain || ++up > depth - 1)
+				return 0;
+		} else if (!(n == 1 && p[0] == '.')) {
+			seen_plain = 1;
+		}
+		if (!slash)
+			break;
+		p = slash + 1;
+	}
+	return 1;
+}
+
 static void close_keep_errno(int fd)
 {
 	int e = errno;
@@ -66,6 +100,7 @@ static void close_keep_errno(int fd)
 
 struct node {
 	char *path;     /* relative, no "./", no trailing "/" */
+	char *link;     /* a packed symlink's target, else NULL */
 	mode_t mode;
 	int64_t size;
 	dev_t dev;
@@ -76,13 +111,16 @@ struct walk {
 	struct node *v;
 	size_t n, cap;
 	int packing;    /* refuse what a pack cannot hold instead of listing it */
+	unsigned int flags;
 	struct box_err *err;
 };
 
 static void walk_release(struct walk *w)
 {
-	for (size_t i = 0; i < w->n; i++)
+	for (size_t i = 0; i < w->n; i++) {
 		free(w->v[i].path);
+		free(w->v[i].link);
+	}
 	free(w->v);
 	w->v = NULL;
 	w->n = w->cap = 0;
@@ -106,7 +144,29 @@ static int check_pack_name(struct walk *w, const char *path, const char *name)
 	return 0;
 }
 
-static int walk_push(struct walk *w, const char *prefix, size_t plen, const char *name,
+/* Keeps a symlink's target as read now, so what is packed is what was checked. */
+static int walk_link(struct walk *w, int fd, const char *name, int depth, struct node *nd)
+{
+	char t[BOX_ARCHIVE_MAX_LINK + 1], s[SHOWN_MAX + 4];
+	ssize_t n;
+
+	n = readlinkat(fd, name, t, sizeof(t));
+	if (n < 0)
+		return box_err_sys(w->err, "cannot read symlink %s", nd->path);
+	if (!link_contained(t, (size_t)n, depth)) {
+		box_err_set(w->err, BOX_E_POLICY,
+			    "cannot pack %s: a symlink whose target is absolute, leaves the tree "
+			    "or is longer than %d bytes", shown(nd->path, s), BOX_ARCHIVE_MAX_LINK);
+		box_err_path(w->err, s);
+		return -1;
+	}
+	nd->link = strndup(t, (size_t)n);
+	if (!nd->link)
+		return box_err_set(w->err, BOX_E_INTERNAL, "out of memory");
+	return 0;
+}
+
+static int walk_push(struct walk *w, int fd, const char *prefix, size_t plen, const char *name,
 		     int depth, const struct stat *sb)
 {
 	size_t nlen = strlen(name), len = plen ? plen + 1 + nlen : nlen;
@@ -134,6 +194,7 @@ static int walk_push(struct walk *w, const char *prefix, size_t plen, const char
 		w->cap = cap;
 	}
 	nd = &w->v[w->n];
+	nd->link = NULL;
 	nd->path = malloc(len + 1);
 	if (!nd->path)
 		return box_err_set(w->err, BOX_E_INTERNAL, "out of memory");
@@ -152,6 +213,8 @@ static int walk_push(struct walk *w, const char *prefix, size_t plen, const char
 	if (w->packing) {
 		if (check_pack_name(w, nd->path, name) < 0)
 			return -1;
+		if (S_ISLNK(sb->st_mode) && (w->flags & BOX_ARCHIVE_SYMLINKS))
+			return walk_link(w, fd, name, depth, nd);
 		if (S_ISLNK(sb->st_mode))
 			return walk_refuse(w, nd->path, "a symlink");
 		if (!S_ISREG(sb->st_mode) && !S_ISDIR(sb->st_mode))
@@ -191,7 +254,7 @@ static int walk_dir(struct walk *w, int fd, const char *prefix, int depth)
 			closedir(d);
 			return -1;
 		}
-		if (walk_push(w, prefix, plen, de->d_name, depth + 1, &sb) < 0) {
+		if (walk_push(w, fd, prefix, plen, de->d_name, depth + 1, &sb) < 0) {
 			closedir(d);
 			return -1;
 		}
@@ -394,7 +457,7 @@ static int pack_entries(struct archive *a, const struct sink *sink, int rootfd,
 	}
 	for (size_t i = 0; i < w->n; i++) {
 		const struct node *nd = &w->v[i];
-		int dir = S_ISDIR(nd->mode);
+		int dir = S_ISDIR(nd->mode), lnk = nd->link != NULL;
 
 		box_buf_truncate(&name, 0);
 		if (box_buf_puts(&name, nd->path, err) < 0 ||
@@ -402,9 +465,11 @@ static int pack_entries(struct archive *a, const struct sink *sink, int rootfd,
 			goto out;
 		archive_entry_clear(e);
 		archive_entry_copy_pathname(e, name.data);
-		archive_entry_set_filetype(e, dir ? AE_IFDIR : AE_IFREG);
-		archive_entry_set_perm(e, norm_mode(nd->mode));
-		archive_entry_set_size(e, nd->size);
+		archive_entry_set_filetype(e, dir ? AE_IFDIR : lnk ? AE_IFLNK : AE_IFREG);
+		archive_entry_set_perm(e, lnk ? 0777 : norm_mode(nd->mode));
+		archive_entry_set_size(e, lnk ? 0 : nd->size);
+		if (lnk)
+			archive_entry_copy_symlink(e, nd->link);
 		archive_entry_set_mtime(e, 0, 0);
 		archive_entry_set_uid(e, 0);
 		archive_entry_set_gid(e, 0);
@@ -412,13 +477,14 @@ static int pack_entries(struct archive *a, const struct sink *sink, int rootfd,
 			pack_fail(a, sink, err, "cannot write the archive");
 			goto out;
 		}
-		if (!dir && nd->size && pack_file(a, sink, rootfd, nd, buf, err) < 0)
+		if (!dir && !lnk && nd->size && pack_file(a, sink, rootfd, nd, buf, err) < 0)
 			goto out;
 		if (st) {
 			st->entries++;
 			st->dirs += dir;
-			st->files += !dir;
-			st->bytes += nd->size;
+			st->links += lnk;
+			st->files += !dir && !lnk;
+			st->bytes += lnk ? 0 : nd->size;
 		}
 	}
 	ret = 0;
@@ -431,24 +497,39 @@ out:
 
 /* Only trees with non-ASCII names need the pax hdrcharset record: ASCII names then stay plain
  * ustar headers, which every tar reads without a word about unknown keywords. */
+static int non_ascii_str(const char *s)
+{
+	for (const unsigned char *p = (const unsigned char *)s; p && *p; p++)
+		if (*p >= 0x80)
+			return 1;
+	return 0;
+}
+
 static int non_ascii(const struct walk *w)
 {
 	for (size_t i = 0; i < w->n; i++)
-		for (const unsigned char *p = (const unsigned char *)w->v[i].path; *p; p++)
-			if (*p >= 0x80)
-				return 1;
+		if (non_ascii_str(w->v[i].path) || non_ascii_str(w->v[i].link))
+			return 1;
 	return 0;
 }
 
 int box_archive_pack(int dirfd, int outfd, struct box_archive_stats *st, struct box_err *err)
 {
-	struct walk w = { NULL, 0, 0, 1, err };
+	return box_archive_pack_ex(dirfd, outfd, 0, st, err);
+}
+
+int box_archive_pack_ex(int dirfd, int outfd, unsigned int flags, struct box_archive_stats *st,
+			struct box_err *err)
+{
+	struct walk w = { .packing = 1, .flags = flags, .err = err };
 	struct sink sink = { outfd, 0, 0 };
 	struct archive *a = NULL;
 	int ret = -1;
 
 	if (st)
 		memset(st, 0, sizeof(*st));
+	if (flags & ~BOX_ARCHIVE_SYMLINKS)
+		return box_err_set(err, BOX_E_INVALID, "unknown archive flags %#x", flags);
 	if (walk_tree(&w, dirfd) < 0)
 		goto out;
 	a = archive_write_new();
@@ -613,6 +694,7 @@ struct extract {
 	struct pathset seen;
 	char *parent;          /* path of the cached parent directory fd ("" for destfd) */
 	int parentfd;
+	unsigned int flags;
 	char shown[SHOWN_MAX + 4];
 	char *buf;
 	struct box_err *err;
@@ -861,9 +943,22 @@ fail:
 	return -1;
 }
 
+/* The parent was opened without following links, so the link lands in the tree. */
+static int make_link(struct extract *x, const char *name, int pfd, const char *base,
+		     const char *target)
+{
+	if (symlinkat(target, pfd, base) < 0) {
+		if (errno == EEXIST)
+			return refuse(x, name, "conflicts with an existing entry");
+		return box_err_sys(x->err, "cannot create symlink %s", shown(name, x->shown));
+	}
+	return 0;
+}
+
 static int extract_entry(struct extract *x, struct archive_entry *e)
 {
 	const char *name = archive_entry_pathname(e), *path = NULL, *base, *slash;
+	const char *target = NULL;
 	unsigned int type = archive_entry_filetype(e);
 	size_t len = 0, plen;
 	int dir = type == AE_IFDIR, pfd, r;
@@ -875,13 +970,27 @@ static int extract_entry(struct extract *x, struct archive_entry *e)
 		return refuse(x, "(unnamed)", "no usable path name");
 	if (archive_entry_hardlink(e) || archive_entry_hardlink_w(e))
 		return refuse(x, name, "hard links are refused");
-	if (type == AE_IFLNK || archive_entry_symlink(e) || archive_entry_symlink_w(e))
-		return refuse(x, name, "symlinks are refused");
-	if (type != AE_IFREG && !dir)
+	if (type == AE_IFLNK || archive_entry_symlink(e) || archive_entry_symlink_w(e)) {
+		if (!(x->flags & BOX_ARCHIVE_SYMLINKS) || type != AE_IFLNK)
+			return refuse(x, name, "symlinks are refused");
+		target = archive_entry_symlink(e);
+		if (!target)
+			return refuse(x, name, "symlink without a usable target");
+	}
+	if (type != AE_IFREG && !dir && !target)
 		return refuse(x, name, "not a regular file or directory");
 	r = check_name(x, name, dir, &path, &len);
 	if (r <= 0)
 		return r;
+	if (target) {
+		int64_t depth = 1;
+
+		for (size_t i = 0; i < len; i++)
+			depth += path[i] == '/';
+		if (!link_contained(target, strlen(target), depth))
+			return refuse(x, name, "symlink target is absolute, leaves the tree or is "
+				      "longer than %d bytes", BOX_ARCHIVE_MAX_LINK);
+	}
 	r = pathset_add(&x->seen, path, len);
 	if (r < 0)
 		return box_err_set(x->err, BOX_E_INTERNAL, "out of memory");
@@ -902,6 +1011,10 @@ static int extract_entry(struct extract *x, struct archive_entry *e)
 		if (make_dir(x, name, pfd, comp) < 0)
 			return -1;
 		x->st->dirs++;
+	} else if (target) {
+		if (make_link(x, name, pfd, comp, target) < 0)
+			return -1;
+		x->st->links++;
 	} else {
 		if (make_file(x, e, name, pfd, comp, norm_mode(archive_entry_perm(e))) < 0)
 			return -1;
@@ -913,6 +1026,12 @@ static int extract_entry(struct extract *x, struct archive_entry *e)
 
 int box_archive_extract(int infd, int destdirfd, const struct box_archive_limits *lim,
 			struct box_archive_stats *st, struct box_err *err)
+{
+	return box_archive_extract_ex(infd, destdirfd, lim, 0, st, err);
+}
+
+int box_archive_extract_ex(int infd, int destdirfd, const struct box_archive_limits *lim,
+			   unsigned int flags, struct box_archive_stats *st, struct box_err *err)
 {
 	struct box_archive_stats local;
 	struct extract x;
@@ -929,7 +1048,10 @@ int box_archive_extract(int infd, int destdirfd, const struct box_archive_limits
 	x.lim = lim;
 	x.st = st;
 	x.parentfd = -1;
+	x.flags = flags;
 	x.err = err;
+	if (flags & ~BOX_ARCHIVE_SYMLINKS)
+		return box_err_set(err, BOX_E_INVALID, "unknown archive flags %#x", flags);
 	if (!lim || lim->max_bytes < 0 || lim->max_entries <= 0 || lim->max_path <= 0 ||
 	    lim->max_depth <= 0)
 		return box_err_set(err, BOX_E_INVALID, "extraction limits must be positive");
@@ -1169,7 +1291,7 @@ static int digest_link(int rootfd, const struct node *nd, char hex[BOX_SHA256_HE
 int box_archive_tree_digest(int dirfd, char hex[BOX_ARCHIVE_DIGEST_LEN + 1], struct box_err *err)
 {
 	static const char magic[] = "box-tree-v1\n";
-	struct walk w = { NULL, 0, 0, 0, err };
+	struct walk w = { .err = err };
 	struct box_sha256 h = { NULL };
 	unsigned char d[BOX_SHA256_LEN];
 	char content[BOX_SHA256_HEX_LEN + 1], line[160], *buf = NULL;

@@ -39,7 +39,7 @@ struct box_archive_limits {
 
 /* What a pack or an extraction went through (directories created implicitly not counted). */
 struct box_archive_stats {
-	int64_t entries;       /* files + directories */
+	int64_t entries;       /* files + directories + symlinks */
 	int64_t files;
 	int64_t dirs;
 	int64_t bytes;         /* file content bytes */

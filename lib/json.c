@@ -340,3 +340,62 @@ char *box_json_line(const cJSON *v, size_t *len)
 		*len = n + 1;
 	return r;
 }
+
+cJSON *box_json_string_n(const char *s, size_t n)
+{
+	static const char hex[] = "0123456789abcdef";
+	char *out, *o;
+	size_t i;
+	cJSON *node;
+
+	if (n > (SIZE_MAX - 3) / 6)
+		return NULL;
+	out = malloc(n * 6 + 3);
+	if (!out)
+		return NULL;
+	o = out;
+	*o++ = '"';
+	for (i = 0; i < n; i++) {
+		unsigned char c = (unsigned char)s[i];
+
+		if (c == '"' || c == '\\') {
+			*o++ = '\\';
+			*o++ = (char)c;
+		} else if (c == '\n') {
+			*o++ = '\\';
+			*o++ = 'n';
+		} else if (c == '\t') {
+			*o++ = '\\';
+			*o++ = 't';
+		} else if (c < 0x20 || c == 0x7f) {
+			*o++ = '\\';
+			*o++ = 'u';
+			*o++ = '0';
+			*o++ = '0';
+			*o++ = hex[c >> 4];
+			*o++ = hex[c & 15];
+		} else {
+			*o++ = (char)c;
+		}
+	}
+	*o++ = '"';
+	*o = 0;
+	node = cJSON_CreateRaw(out);
+	free(out);
+	return node;
+}
+
+int64_t box_json_int_value(const cJSON *node, int64_t def)
+{
+	int64_t v;
+	char *end;
+
+	if (cJSON_IsRaw(node) && node->valuestring) {
+		errno = 0;
+		v = strtoll(node->valuestring, &end, 10);
+		return errno || *end || end == node->valuestring ? def : v;
+	}
+	if (box_json_int64(node, &v))
+		return v;
+	return def;
+}

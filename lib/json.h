@@ -28,6 +28,14 @@ int box_json_is_int_literal(const cJSON *node);
  * exact text, for embedding a parsed value into output. */
 void box_json_exact(cJSON *node);
 
+/* A JSON string node for n bytes of valid UTF-8 that may hold NUL bytes (cJSON strings end at
+ * the first NUL): a raw node holding the escaped literal ("a\u0000b"). NULL on OOM. */
+cJSON *box_json_string_n(const char *s, size_t n);
+
+/* The integer value of an integer node: a number, or a raw node made by box_json_int64_new /
+ * box_json_exact; def otherwise. */
+int64_t box_json_int_value(const cJSON *node, int64_t def);
+
 /* Adds an int64 member that prints exactly (cJSON numbers are doubles). NULL on OOM. */
 cJSON *box_json_add_int64(cJSON *obj, const char *key, int64_t v);
 cJSON *box_json_int64_new(int64_t v);

@@ -42,7 +42,7 @@
 #define FREEZE_TIMEOUT_MS 2000
 #define REPORT_MAX 512
 #define TICK_MS 50
-#define DISK_EVERY_MS 500
+#define DISK_EVERY_MS 200
 #define GRACE_MS 3000
 
 static const char *const reserved[] = {
@@ -1406,6 +1406,30 @@ static void capture_add(struct capture *cap, int stream, const char *p, size_t n
 	cap->logged += (int64_t)n;
 }
 
+/* Bytes in /workspace and /output (box_sbcopy_usage: links not followed, bounded walk). */
+static int64_t disk_used(const struct box_nsbox_config *c)
+{
+	static const char *const dirs[] = { "workspace", "output" };
+	struct box_err ign;
+	int64_t used = 0;
+	size_t k;
+
+	for (k = 0; k < 2; k++) {
+		char p[4096];
+		int d;
+
+		path2(p, sizeof(p), c->dir, dirs[k]);
+		d = open(p, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		if (d >= 0) {
+			int64_t u = box_sbcopy_usage(d, 1000000, &ign);
+
+			used += u > 0 ? u : 0;
+			close(d);
+		}
+	}
+	return used;
+}
+
 static void prune_logs(const char *dir)
 {
 	char p[4096];
@@ -1443,7 +1467,7 @@ static int add_text(cJSON *res, const char *key, const struct box_buf *b, int *l
 	}
 	if (clean.len != n || !box_utf8_valid(b->data ? b->data : "", n))
 		*lossy = 1;
-	s = cJSON_CreateString(clean.data ? clean.data : "");
+	s = box_json_string_n(clean.data ? clean.data : "", clean.len);
 	box_buf_release(&clean);
 	if (!s)
 		return -1;
@@ -1605,27 +1629,8 @@ spawned:
 				limit = "cpu";
 		}
 		if (!limit && c->disk_bytes > 0 && now - last_disk >= DISK_EVERY_MS) {
-			int64_t used = 0;
-			char p2[4096];
-			struct box_err ign;
-			int d;
-
 			last_disk = now;
-			path2(p2, sizeof(p2), c->dir, "workspace");
-			d = open(p2, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-			if (d >= 0) {
-				used = box_sbcopy_usage(d, 1000000, &ign);
-				close(d);
-			}
-			path2(p2, sizeof(p2), c->dir, "output");
-			d = open(p2, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-			if (d >= 0) {
-				int64_t u = box_sbcopy_usage(d, 1000000, &ign);
-
-				used += u > 0 ? u : 0;
-				close(d);
-			}
-			if (used > c->disk_bytes)
+			if (disk_used(c) >= c->disk_bytes)
 				limit = "disk";
 		}
 		if (limit && f.ctl[1] >= 0) {
@@ -1653,6 +1658,9 @@ spawned:
 		goto out;
 	}
 	box_cg_counters(i->cg, c->id, &after);
+	/* a fast writer can fill the disk between two looks: look once more at the end */
+	if (!limit && c->disk_bytes > 0 && disk_used(c) >= c->disk_bytes)
+		limit = "disk";
 	if (st.timed_out)
 		limit = "timeout";
 	else if (!limit && st.sig == SIGXCPU)

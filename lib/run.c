@@ -379,8 +379,8 @@ static int load_tools(struct run *r, const char *path, struct box_err *err)
 	size_t i;
 
 	if (box_tools_nested()) {
-		box_err_set(err, BOX_E_POLICY,
-			    "code mode cannot be opened from a tool (%s is set)", BOX_TOOL_DEPTH_ENV);
+		box_err_set(err, BOX_E_POLICY, "code mode cannot be opened from a tool (%s is set)",
+			    BOX_TOOL_DEPTH_ENV);
 		box_err_path(err, "$.tools");
 		return -1;
 	}
@@ -436,8 +436,8 @@ static cJSON *lua_tool_answer(const struct box_tool *t, const struct box_proc_re
 			box_err_set(err, BOX_E_GUEST, "tool %s exited with status %d: %s", t->name,
 				    pr->exit_code, pr->err_tail);
 		else
-			box_err_set(err, BOX_E_GUEST, "tool %s was killed by signal %d: %s", t->name,
-				    pr->signal, pr->err_tail);
+			box_err_set(err, BOX_E_GUEST, "tool %s was killed by signal %d: %s",
+				    t->name, pr->signal, pr->err_tail);
 		return NULL;
 	}
 	if (!cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(res, "ok"))) {
@@ -588,12 +588,14 @@ static int tool_host_call(struct run *r, const struct box_ipc_field *f, int n, s
 		return answer_err(r, &e, err);
 	}
 	if (!t) {
-		box_err_set(&e, BOX_E_NOT_FOUND, "no tool %s", box_tool_name_valid(name) ? name : "of that name");
+		box_err_set(&e, BOX_E_NOT_FOUND, "no tool %s",
+			    box_tool_name_valid(name) ? name : "of that name");
 		return answer_err(r, &e, err);
 	}
 	why = refusal(t);
 	if (why) {
-		box_err_set(&e, BOX_E_POLICY, "tool %s is not offered in code mode: %s", t->name, why);
+		box_err_set(&e, BOX_E_POLICY, "tool %s is not offered in code mode: %s", t->name,
+			    why);
 		trace_tool(r, t->name, start, &e);
 		return answer_err(r, &e, err);
 	}
@@ -1164,13 +1166,12 @@ static int describe_tools(const struct box_toolset *set, cJSON *o, struct box_bu
 		     "comes back as Lua values; a failed call raises an error (pcall catches it). "
 		     "The tools:", err);
 	cJSON_ArrayForEach(t, list) {
-		char *schema = cJSON_PrintUnformatted(cJSON_GetObjectItemCaseSensitive(t,
-											"input_schema"));
+		const char *name = box_json_get_str(t, "name", "");
+		const char *what = box_json_get_str(t, "description", "");
+		const cJSON *in = cJSON_GetObjectItemCaseSensitive(t, "input_schema");
+		char *schema = cJSON_PrintUnformatted(in);
 
-		box_buf_printf(text, err, "\n- %s: %s\n  input schema: %s",
-			       cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(t, "name")),
-			       cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(t,
-										     "description")),
+		box_buf_printf(text, err, "\n- %s: %s\n  input schema: %s", name, what,
 			       schema ? schema : "{}");
 		cJSON_free(schema);
 	}
@@ -1239,11 +1240,13 @@ cJSON *box_run_describe(const cJSON *req, const char *name, const char *descript
 	cJSON_AddStringToObject(o, "name", name);
 	box_buf_puts(&text, description, err);
 	if (tools) {
-		if (load_tools(&r, tools, err) < 0 || describe_tools(r.tools, extra, &text, err) < 0)
+		if (load_tools(&r, tools, err) < 0 ||
+		    describe_tools(r.tools, extra, &text, err) < 0)
 			goto fail;
 	}
 	if (describe_hosts(cJSON_IsArray(allow) ? allow : NULL,
-			   box_json_get_bool(req, "allow_private_network", 0), extra, &text, err) < 0)
+			   box_json_get_bool(req, "allow_private_network", 0), extra, &text,
+			   err) < 0)
 		goto fail;
 	box_buf_puts(&text, box_json_get_str(req, "workspace", NULL) ?
 		     "\n\nFiles: fs.read, fs.write, fs.append, fs.exists, fs.list, fs.stat, "

@@ -113,9 +113,7 @@ static const cJSON *pdata(const struct sb *s, const char *key)
 
 static int64_t lim(const struct sb *s, const char *key, int64_t def)
 {
-	const cJSON *v = cJSON_GetObjectItemCaseSensitive(s->rec.limits, key);
-
-	return cJSON_IsNumber(v) ? (int64_t)v->valuedouble : def;
+	return box_json_int_value(cJSON_GetObjectItemCaseSensitive(s->rec.limits, key), def);
 }
 
 static void gen_id(char out[BOX_SBSTATE_ID_MAX + 1])
@@ -277,8 +275,8 @@ static void inst_of(const struct sb *s, struct box_nsbox_inst *i)
 	const cJSON *st = cJSON_GetObjectItemCaseSensitive(h, "start");
 	int cg = box_cg_mode_from_name(box_json_get_str(h, "cgroup", "none"));
 
-	i->pid = cJSON_IsNumber(pid) ? (pid_t)pid->valuedouble : 0;
-	i->start = cJSON_IsNumber(st) ? (int64_t)st->valuedouble : -1;
+	i->pid = (pid_t)box_json_int_value(pid, 0);
+	i->start = box_json_int_value(st, -1);
 	i->cg = cg < 0 ? BOX_CG_NONE : (enum box_cg_mode)cg;
 }
 
@@ -599,7 +597,7 @@ static cJSON *exec_plugin(struct sb *s, const struct exec_spec *e, struct box_er
 }
 
 /* Turns an exec result into an error result when the command failed or hit a limit. */
-static void judge(cJSON *res)
+static void judge(const struct sb *s, cJSON *res)
 {
 	const cJSON *code = cJSON_GetObjectItemCaseSensitive(res, "exit_code");
 	const char *limit = box_json_get_str(res, "resource_limit", NULL);
@@ -616,9 +614,31 @@ static void judge(cJSON *res)
 	else if (cJSON_IsNumber(code) && code->valuedouble != 0)
 		box_err_set(&e, BOX_E_GUEST, "the command exited with status %d",
 			    (int)code->valuedouble);
-	if (limit)
-		box_fmt(e.limit, sizeof(e.limit), "%s", strcmp(limit, "timeout") == 0 ? "timeout_ms" :
-			 limit);
+	if (limit) {
+		static const struct {
+			const char *name, *key, *unit;
+			int64_t def;
+		} lims[] = {
+			{ "timeout", "timeout_ms", "ms", BOX_SANDBOX_DEFAULT_TIMEOUT_MS },
+			{ "memory", "memory", "bytes", BOX_SANDBOX_DEFAULT_MEMORY },
+			{ "pids", "pids", "processes", BOX_SANDBOX_DEFAULT_PIDS },
+			{ "cpu", "cpu_ms", "ms", 0 },
+			{ "disk", "disk_bytes", "bytes", BOX_SANDBOX_DEFAULT_DISK },
+		};
+		size_t k;
+
+		for (k = 0; k < sizeof(lims) / sizeof(lims[0]); k++)
+			if (strcmp(limit, lims[k].name) == 0) {
+				int64_t conf = lim(s, lims[k].key, lims[k].def);
+
+				if (k == 0)
+					conf = box_json_get_int(s->req, "timeout_ms", conf);
+				box_fmt(e.limit, sizeof(e.limit), "%s", lims[k].key);
+				box_fmt(e.unit, sizeof(e.unit), "%s", lims[k].unit);
+				e.configured = conf;
+				e.has_configured = 1;
+			}
+	}
 	cJSON_DeleteItemFromObjectCaseSensitive(res, "ok");
 	if (e.code == BOX_OK) {
 		cJSON_AddTrueToObject(res, "ok");
@@ -741,7 +761,7 @@ static int run_init(struct sb *s, struct box_err *err)
 			goto failed;
 		}
 		cJSON_Delete(e.argv);
-		judge(res);
+		judge(s, res);
 		ok = cJSON_GetObjectItemCaseSensitive(res, "ok");
 		if (!cJSON_IsTrue(ok)) {
 			box_err_set(err, BOX_E_GUEST, "init command %d (%.200s) failed: %s; stderr: %.1000s",
@@ -804,6 +824,14 @@ static int ensure(struct sb *s, int may_create, struct box_err *err)
 		if (simple_op(s, "resume", err) < 0)
 			return -1;
 		s->resumed = 1;
+		/* a holder killed while frozen dies only once thawed */
+		if (observe(s, err) == BOX_SB_OBS_ABSENT) {
+			s->rec.state = BOX_SB_LOST;
+			(void)simple_op(s, "delete", &(struct box_err){ 0 });
+			if (start(s, err) < 0)
+				return -1;
+			s->replaced = 1;
+		}
 		break;
 	case BOX_SB_ACT_REPLACE:
 		s->rec.state = BOX_SB_LOST;
@@ -1068,8 +1096,14 @@ static cJSON *op_exec(struct sb *s, struct box_err *err)
 	e.timeout_ms = (int)box_json_get_int(s->req, "timeout_ms",
 					     lim(s, "timeout_ms", BOX_SANDBOX_DEFAULT_TIMEOUT_MS));
 	e.events = box_json_get_bool(s->req, "events", 0);
-	if (run_exec(s, &e, &res, err) < 0)
-		goto out;
+	if (run_exec(s, &e, &res, err) < 0) {
+		/* the instance died between the check and the exec: replace it, once */
+		if (err->code != BOX_E_NOT_FOUND || !is_local(s->rec.provider))
+			goto out;
+		box_err_init(err);
+		if (ensure(s, 1, err) < 0 || run_exec(s, &e, &res, err) < 0)
+			goto out;
+	}
 	if (collect_outputs(s, res, err) < 0) {
 		cJSON_Delete(res);
 		res = NULL;
@@ -1084,7 +1118,7 @@ static cJSON *op_exec(struct sb *s, struct box_err *err)
 		cJSON_AddTrueToObject(res, "replaced");
 	if (s->init_ran)
 		cJSON_AddTrueToObject(res, "init_ran");
-	judge(res);
+	judge(s, res);
 	touch(s);
 out:
 	cJSON_Delete(e.argv);
@@ -1156,7 +1190,7 @@ static cJSON *op_read(struct sb *s, struct box_err *err)
 	} else {
 		struct box_buf enc;
 
-		box_buf_init(&enc, 0);
+		box_buf_init(&enc, box_base64_encoded_len(b.len) + 1);
 		if (box_base64_encode(b.data, b.len, &enc, err) < 0 ||
 		    box_buf_append(&enc, "", 1, err) < 0) {
 			box_buf_release(&enc);
@@ -1486,6 +1520,18 @@ static void keeper_serve(int fd, const void *ctx)
 	box_toolsrv_serve_one(fd, set, BOX_TOOL_MAX_TIMEOUT_MS);
 }
 
+static int known_op(const char *op)
+{
+	static const char *const ops[] = { "create", "exec", "read", "write", "ls", "pause",
+		"resume", "status", "snapshot", "restore", "delete", "list" };
+	size_t k;
+
+	for (k = 0; k < sizeof(ops) / sizeof(ops[0]); k++)
+		if (strcmp(op, ops[k]) == 0)
+			return 1;
+	return 0;
+}
+
 cJSON *box_sandbox(const cJSON *req, const struct box_sandbox_io *io, struct box_err *err)
 {
 	const char *op = box_json_get_str(req, "op", NULL);
@@ -1508,6 +1554,11 @@ cJSON *box_sandbox(const cJSON *req, const struct box_sandbox_io *io, struct box
 		goto out;
 	if (strcmp(op, "list") == 0) {
 		res = op_list(s, err);
+		goto out;
+	}
+	if (!known_op(op)) {
+		box_err_set(err, BOX_E_USAGE, "unknown operation '%.32s'", op);
+		box_err_path(err, "$.op");
 		goto out;
 	}
 	if (!id && strcmp(op, "create") == 0) {
@@ -1554,6 +1605,13 @@ cJSON *box_sandbox(const cJSON *req, const struct box_sandbox_io *io, struct box
 	} else {
 		box_err_init(err);
 		box_sbstate_release(&s->rec);
+	}
+	if (s->have_rec && box_json_get_str(req, "provider", NULL) &&
+	    strcmp(box_json_get_str(req, "provider", ""), s->rec.provider) != 0) {
+		box_err_set(err, BOX_E_CONFLICT, "provider mismatch: session %s was made by %s, not %s",
+			    s->id, s->rec.provider, box_json_get_str(req, "provider", ""));
+		box_err_path(err, "$.provider");
+		goto out;
 	}
 	if (strcmp(op, "create") == 0)
 		res = op_create(s, err);

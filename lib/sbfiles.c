@@ -334,7 +334,7 @@ int box_sbfiles_snapshot(int srcdirfd, int snapdirfd, char digest[BOX_SBFILES_DI
 	if (fd < 0)
 		return box_err_set(err, BOX_E_IO, "create a snapshot file: %d names taken",
 				   TMP_TRIES);
-	if (box_archive_pack(srcdirfd, fd, &ast, err) < 0)
+	if (box_archive_pack_ex(srcdirfd, fd, BOX_ARCHIVE_SYMLINKS, &ast, err) < 0)
 		goto fail;
 	if (ast.bytes > BOX_ARCHIVE_MAX_BYTES) {
 		box_err_limit(err, BOX_E_LIMIT, "bytes", BOX_ARCHIVE_MAX_BYTES, "bytes",
@@ -536,7 +536,7 @@ int box_sbfiles_restore(int snapdirfd, const char *digest, int parentfd, const c
 		box_err_sys(err, "cannot open the directory to restore into");
 		goto fail;
 	}
-	if (box_archive_extract(fd, dfd, &lim, NULL, err) < 0)
+	if (box_archive_extract_ex(fd, dfd, &lim, BOX_ARCHIVE_SYMLINKS, NULL, err) < 0)
 		goto fail;
 	if (fstat(fd, &after) < 0) {
 		box_err_sys(err, "cannot stat snapshot %s", digest);

@@ -40,13 +40,16 @@ struct box_sbfiles_stats {
 };
 
 /*
- * Packs the tree under srcdirfd with box_archive_pack() (reproducible: the same tree gives the
- * same bytes) into snapdirfd as "<hex>.tar.gz", named by the SHA-256 of the archive bytes, and
- * writes "sha256:<hex>" to digest. The archive is written to a temporary file in snapdirfd,
+ * Packs the tree under srcdirfd with box_archive_pack_ex(BOX_ARCHIVE_SYMLINKS) (reproducible:
+ * the same tree gives the same bytes; symlinks whose target stays inside the tree are kept as
+ * symlinks, never followed) into snapdirfd as "<hex>.tar.gz", named by the SHA-256 of the
+ * archive bytes, and writes "sha256:<hex>" to digest. The archive is written to a temporary
+ * file in snapdirfd,
  * fsynced and renamed in place (RENAME_NOREPLACE), then snapdirfd is fsynced; an existing
  * snapshot of that name is kept as it is (st->existed = 1). st may be NULL.
- * Returns 0, or -1 with err set: the errors of box_archive_pack() (invalid_request for a
- * symlink, FIFO or device in the tree; limit_exceeded for its caps), limit_exceeded with limit
+ * Returns 0, or -1 with err set: the errors of box_archive_pack_ex() (policy_denied for a
+ * symlink that is absolute or leads out of the tree, err->path naming it; invalid_request for a
+ * FIFO, socket or device in the tree; limit_exceeded for its caps), limit_exceeded with limit
  * "bytes" when the content is over BOX_ARCHIVE_MAX_BYTES (it could not be restored), io_error.
  * Nothing is left in snapdirfd on failure.
  */
@@ -58,7 +61,8 @@ int box_sbfiles_snapshot(int srcdirfd, int snapdirfd, char digest[BOX_SBFILES_DI
  * digest ("sha256:<64 lowercase hex>") found in snapdirfd.
  * The archive's SHA-256 is checked before anything is extracted, and the file must not change
  * (size, times, inode) until the extraction ends. It is then extracted with
- * box_archive_extract() (no links, devices, FIFOs or set-id bits; caps: BOX_ARCHIVE_MAX_BYTES
+ * box_archive_extract_ex(BOX_ARCHIVE_SYMLINKS) (symlinks only with a contained target, never
+ * written through; no hard links, devices, FIFOs or set-id bits; caps: BOX_ARCHIVE_MAX_BYTES
  * of content, BOX_ARCHIVE_MAX_ENTRIES entries, path and depth caps; no compression-ratio cap,
  * the digest vouching for a snapshot box made) into a fresh temporary directory in parentfd,
  * which then takes name's place in one renameat2(RENAME_EXCHANGE) (rename the old away, the

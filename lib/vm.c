@@ -1126,10 +1126,12 @@ static int http_call(lua_State *L, const char *method, int url_idx, int body_idx
 		box_buf_release(&req);
 		return luaL_error(L, "http: %s", cv.msg);
 	}
-	f.p = req.data;
-	f.n = req.len;
-	n = host_call(L, BOX_OP_HTTP, &f, 1, res, 1);
+	/* a Lua string, not the buffer, goes out: the call raises on an http error, and the
+	 * buffer would leak, outside the memory limit, once per failed request */
+	lua_pushlstring(L, req.data ? req.data : "", req.len);
 	box_buf_release(&req);
+	f.p = lua_tolstring(L, -1, &f.n);
+	n = host_call(L, BOX_OP_HTTP, &f, 1, res, 1);
 	if (n < 1)
 		return luaL_error(L, "http: malformed answer");
 	tree = box_json_parse(res[0].p, res[0].n, &err);
