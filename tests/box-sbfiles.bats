@@ -110,9 +110,50 @@ setup() {
 	[ ! -e "$T/sess/one" ]
 }
 
-@test "snapshot of a tree holding a symlink is invalid_request, exit 2, nothing left" {
-	ln -s hello.txt "$WS/link"
-	run -2 --separate-stderr box-sbfiles snapshot "$WS" "$T/snaps"
+@test "a tree with venv-like symlinks snapshots and restores identically, links kept as links" {
+	mkdir -p "$WS/venv/bin" "$WS/venv/lib/python3.11/site-packages"
+	printf '#!elf\n' >"$WS/venv/bin/python3.11"
+	chmod 755 "$WS/venv/bin/python3.11"
+	ln -s python3.11 "$WS/venv/bin/python"
+	ln -s python3.11 "$WS/venv/bin/python3"
+	ln -s lib "$WS/venv/lib64"
+	ln -s ../../../../hello.txt "$WS/venv/lib/python3.11/site-packages/hello"
+	ln -s missing "$WS/dangling"
+	run -0 --separate-stderr box-sbfiles snapshot "$WS" "$T/snaps"
+	one_json_where '.ok == true and .files == 3 and .existed == false'
+	digest=$(jq -r .digest <<<"$output")
+	run -0 box-sbfiles snapshot "$WS" "$T/snaps"
+	one_json_where '.existed == true and .digest == $d' --arg d "$digest"
+	run -0 box-sbfiles restore "$T/snaps" "$digest" "$T/sess" one
+	run -0 box-sbfiles restore "$T/snaps" "$digest" "$T/sess" two
+	diff -r --no-dereference "$WS" "$T/sess/one"
+	diff -r --no-dereference "$T/sess/one" "$T/sess/two"
+	[ -L "$T/sess/one/venv/bin/python" ]
+	[ "$(readlink "$T/sess/one/venv/bin/python")" = python3.11 ]
+	[ "$(readlink "$T/sess/one/venv/lib64")" = lib ]
+	[ "$(readlink "$T/sess/one/dangling")" = missing ]
+	[ "$(cat "$T/sess/one/venv/lib64/python3.11/site-packages/hello")" = hello ]
+	[ "$(stat -c %a "$T/sess/one/venv/bin/python3.11")" = 755 ]
+}
+
+@test "snapshot of a tree holding an escaping or absolute symlink is policy_denied, exit 4, nothing left" {
+	mkdir -p "$WS/venv/bin"
+	ln -s python3 "$WS/venv/bin/python"
+	ln -s ../../../outside "$WS/venv/bin/esc"
+	run -4 --separate-stderr box-sbfiles snapshot "$WS" "$T/snaps"
+	one_json_where '.ok == false and .error.code == "policy_denied" and .error.path == "venv/bin/esc"'
+	[[ $stderr == "box-sbfiles: policy_denied: "* ]]
+	[ -z "$(ls -A "$T/snaps")" ]
+	rm "$WS/venv/bin/esc"
+	ln -s /usr/bin/python3 "$WS/venv/bin/python3"
+	run -4 --separate-stderr box-sbfiles snapshot "$WS" "$T/snaps"
+	one_json_where '.error.code == "policy_denied" and .error.path == "venv/bin/python3"'
+	[ -z "$(ls -A "$T/snaps")" ]
+}
+
+@test "snapshot of a tree holding a FIFO is invalid_request, exit 2, nothing left" {
+	mkfifo "$WS/fifo"
+	run -2 --separate-stderr timeout 20 box-sbfiles snapshot "$WS" "$T/snaps"
 	one_json_where '.error.code == "invalid_request"'
 	[ -z "$(ls -A "$T/snaps")" ]
 }

@@ -18,6 +18,7 @@
 
 static char top[64];
 static int topfd = -1;
+static unsigned int xflags;     /* not 0: the harness goes through the _ex functions */
 static const char sentinel[] = "sentinel: must stay byte-identical\n";
 
 /* ------------------------------------------------------------------ file helpers */
@@ -114,7 +115,9 @@ static int tree_is_safe(int fd, int depth)
 			break;
 		}
 		m = (int)(sb.st_mode & 07777);
-		if (S_ISREG(sb.st_mode)) {
+		if (S_ISLNK(sb.st_mode) && (xflags & BOX_ARCHIVE_SYMLINKS)) {
+			ok = 1;
+		} else if (S_ISREG(sb.st_mode)) {
 			ok = m == 0644 || m == 0755;
 		} else if (S_ISDIR(sb.st_mode) && m == 0755) {
 			int sub = openat(fd, de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW);
@@ -274,7 +277,10 @@ static int extract_to_dest(const char *name, const struct box_archive_limits *li
 	infd = open(path, O_RDONLY | O_CLOEXEC);
 	if (infd < 0 || *destfd < 0)
 		return -100;
-	r = box_archive_extract(infd, *destfd, lim, st, err);
+	if (xflags)
+		r = box_archive_extract_ex(infd, *destfd, lim, xflags, st, err);
+	else
+		r = box_archive_extract(infd, *destfd, lim, st, err);
 	close(infd);
 	return r;
 }
@@ -1000,7 +1006,8 @@ static int pack_to(const char *src, const char *out, struct box_archive_stats *s
 	ofd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
 	if (dfd < 0 || ofd < 0)
 		return -100;
-	r = box_archive_pack(dfd, ofd, st, err);
+	r = xflags ? box_archive_pack_ex(dfd, ofd, xflags, st, err) :
+		box_archive_pack(dfd, ofd, st, err);
 	close(dfd);
 	close(ofd);
 	return r;
@@ -1282,6 +1289,358 @@ static void test_default_limits(void)
 	is_int(l.max_bytes, 0, "  0 for an empty input");
 }
 
+/* ------------------------------------------------------------------ symlinks (opt-in) */
+
+static int link_is(int dfd, const char *name, const char *want)
+{
+	char buf[5000];
+	ssize_t n = readlinkat(dfd, name, buf, sizeof(buf) - 1);
+
+	if (n < 0)
+		return 0;
+	buf[n] = 0;
+	return !strcmp(buf, want);
+}
+
+static char long_target[256];
+
+/* A virtualenv-like tree; reverse creates it in another order, with other modes and times. */
+static int make_link_src(const char *name, int reverse)
+{
+	static const char *dirs[] = { "venv", "venv/bin", "venv/lib", "venv/lib/site" };
+	static const struct {
+		const char *path, *target;
+	} links[] = {
+		{ "venv/bin/python", "python3.11" },
+		{ "venv/bin/python3", "python3.11" },
+		{ "venv/lib64", "lib" },
+		{ "venv/bin/up", "../../README" },
+		{ "venv/bin/dangling", "nothere" },
+		{ "here", "." },
+		{ "caf\303\251-link", "caf\303\251" },
+		{ "long", long_target },
+		{ "venv/lib/site/back", "../../bin/python3" },
+	};
+	int fd, n = (int)N(links), ok_ = 1;
+	struct timespec ts[2];
+
+	memset(long_target, 'x', 200);
+	memcpy(long_target, "venv/", 5);
+	long_target[200] = 0;
+	if (mkdirat(topfd, name, 0755) < 0)
+		return -1;
+	fd = openat(topfd, name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	for (int i = 0; i < (int)N(dirs); i++)
+		ok_ &= mkdirat(fd, dirs[i], reverse ? 0700 : 0755) == 0;
+	if (reverse)
+		for (int i = n - 1; i >= 0; i--)
+			ok_ &= symlinkat(links[i].target, fd, links[i].path) == 0;
+	ok_ &= put(fd, "README", "readme\n", reverse ? 0600 : 0644) == 0;
+	ok_ &= put(fd, "venv/bin/python3.11", "#!elf\n", reverse ? 0700 : 0755) == 0;
+	ok_ &= put(fd, "venv/lib/site/mod.py", "x = 1\n", 0644) == 0;
+	if (!reverse)
+		for (int i = 0; i < n; i++)
+			ok_ &= symlinkat(links[i].target, fd, links[i].path) == 0;
+	ts[0].tv_sec = ts[1].tv_sec = reverse ? 12345 : 1700000000;
+	ts[0].tv_nsec = ts[1].tv_nsec = 0;
+	for (int i = 0; i < n; i++)
+		utimensat(fd, links[i].path, ts, AT_SYMLINK_NOFOLLOW);
+	close(fd);
+	return ok_ ? 0 : -1;
+}
+
+static void test_links_pack(void)
+{
+	struct box_archive_stats st, st2;
+	struct box_archive_limits lim = deflim();
+	struct box_err err;
+	char p[256], h1[65], h2[65];
+	char d1[BOX_ARCHIVE_DIGEST_LEN + 1], d2[BOX_ARCHIVE_DIGEST_LEN + 1];
+	char d3[BOX_ARCHIVE_DIGEST_LEN + 1], dx[BOX_ARCHIVE_DIGEST_LEN + 1];
+	int destfd = -1, r;
+
+	xflags = BOX_ARCHIVE_SYMLINKS;
+	ok(make_link_src("lsrc", 0) == 0, "links: venv-like tree made");
+	ok(make_link_src("lcopy", 1) == 0, "links: copy made in another order");
+	r = pack_to("lsrc", "l1.tgz", &st, &err);
+	if (!is_int(r, 0, "links: pack_ex keeps contained symlinks"))
+		printf("#   %s\n", err.message);
+	is_int(st.links, 9, "  9 links");
+	is_int(st.files, 3, "  3 files");
+	is_int(st.dirs, 4, "  4 dirs");
+	is_int(st.entries, 16, "  16 entries");
+	is_int(st.bytes, 7 + 6 + 6, "  bytes count file content only");
+	is_int(pack_to("lcopy", "l2.tgz", &st2, &err), 0, "links: pack the copy");
+	arc_path(p, sizeof(p), "l1.tgz");
+	sha_file(p, h1);
+	arc_path(p, sizeof(p), "l2.tgz");
+	sha_file(p, h2);
+	ok(h1[0] && !strcmp(h1, h2), "links: reproducible, the copy gives the same sha256");
+
+	r = extract_to_dest("l1.tgz", &lim, &st2, &err, &destfd);
+	if (!is_int(r, 0, "links: extract_ex accepts them"))
+		printf("#   %s\n", err.message);
+	is_int(st2.links, 9, "  9 links");
+	is_int(st2.files, 3, "  3 files");
+	is_int(st2.entries, 16, "  16 entries");
+	ok(link_is(destfd, "venv/bin/python", "python3.11"), "  venv/bin/python -> python3.11");
+	ok(link_is(destfd, "venv/lib64", "lib"), "  venv/lib64 -> lib");
+	ok(link_is(destfd, "venv/bin/up", "../../README"), "  climbing link kept");
+	ok(link_is(destfd, "venv/bin/dangling", "nothere"), "  dangling link kept");
+	ok(link_is(destfd, "here", "."), "  link to . kept");
+	ok(link_is(destfd, "caf\303\251-link", "caf\303\251"), "  non-ASCII target kept");
+	ok(link_is(destfd, "long", long_target), "  200-byte target kept (pax linkpath)");
+	is_int(mode_of(destfd, "venv/bin/python3.11"), 0755, "  files still normalised");
+	close(destfd);
+	ok(digest_of("lsrc", d1) == 0 && digest_of("lcopy", d2) == 0 && !strcmp(d1, d2),
+	   "links: tree digest of the copy equals the source's");
+	ok(digest_of("dest", d3) == 0 && !strcmp(d1, d3), "links: digest after pack/extract_ex");
+	{
+		int dfd = openat(topfd, "dest", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+
+		ok(unlinkat(dfd, "venv/lib64", 0) == 0 &&
+		   symlinkat("lib/site", dfd, "venv/lib64") == 0 && digest_of("dest", dx) == 0 &&
+		   strcmp(dx, d1), "links: a changed target changes the digest");
+		ok(unlinkat(dfd, "venv/lib64", 0) == 0 && symlinkat("lib", dfd, "venv/lib64") == 0 &&
+		   digest_of("dest", dx) == 0 && !strcmp(dx, d1), "  and is back when reverted");
+		ok(unlinkat(dfd, "venv/lib64", 0) == 0 &&
+		   put(dfd, "venv/lib64", "lib", 0644) == 0 &&
+		   digest_of("dest", dx) == 0 && strcmp(dx, d1),
+		   "links: a file holding the target text is not the link");
+		close(dfd);
+	}
+	drop_dest(-1);
+	r = extract_to_dest("l1.tgz", &lim, &st2, &err, &destfd);
+	close(destfd);
+	ok(r == 0 && digest_of("dest", dx) == 0 && !strcmp(dx, d1),
+	   "links: a second extraction gives the same digest");
+	drop_dest(-1);
+
+	xflags = 0;
+	is_int(pack_to("lsrc", "l3.tgz", &st, &err), -1, "links: plain pack still refuses them");
+	is_int(err.code, BOX_E_INVALID, "  invalid_request");
+	ok(strstr(err.message, "a symlink") != NULL, "  as a symlink");
+	box_err_init(&err);
+	is_int(box_archive_remove_tree(topfd, "lsrc", &err), 0, "links: cleanup");
+	is_int(box_archive_remove_tree(topfd, "lcopy", &err), 0, "  cleanup");
+	refused("links: plain extract of a pack_ex archive", "l1.tgz", NULL, BOX_E_INTEGRITY,
+		"symlinks are refused");
+}
+
+static void test_links_pack_refusals(void)
+{
+	static const struct {
+		const char *path, *target, *what;
+	} bad[] = {
+		{ "abs", "/etc/passwd", "absolute" },
+		{ "esc", "../x", "one level up from the top" },
+		{ "sub/esc", "../../x", "two up from depth 2" },
+		{ "sub/mid", "x/../../y", "\"..\" after a plain component" },
+		{ "sub/back", "x/..", "\"..\" at the end" },
+		{ "sub/dots", "./../..", "\".\" then too many \"..\"" },
+		{ "sub/dbl", "a//b", "an empty component" },
+	};
+	struct box_archive_stats st;
+	struct box_err err;
+	char p[256];
+	int fd, ofd;
+
+	xflags = BOX_ARCHIVE_SYMLINKS;
+	mkdirat(topfd, "lbad", 0755);
+	fd = openat(topfd, "lbad", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	put(fd, "ok", "x", 0644);
+	mkdirat(fd, "sub", 0755);
+	ok(symlinkat("../ok", fd, "sub/fine") == 0 && symlinkat("sub/fine", fd, "chain") == 0,
+	   "links: contained links in the source");
+	is_int(pack_to("lbad", "lb.tgz", &st, &err), 0, "  pack");
+	is_int(st.links, 2, "  2 links");
+	for (size_t i = 0; i < N(bad); i++) {
+		ok(symlinkat(bad[i].target, fd, bad[i].path) == 0, "links: %s -> %s", bad[i].path,
+		   bad[i].target);
+		is_int(pack_to("lbad", "lb.tgz", &st, &err), -1, "  refused (%s)", bad[i].what);
+		is_int(err.code, BOX_E_POLICY, "  policy_denied");
+		is_str(err.path, bad[i].path, "  path names it");
+		unlinkat(fd, bad[i].path, 0);
+	}
+	ok(mkfifoat(fd, "fifo", 0644) == 0, "links: a FIFO");
+	is_int(pack_to("lbad", "lb.tgz", &st, &err), -1, "  still refused");
+	is_int(err.code, BOX_E_INVALID, "  invalid_request");
+	unlinkat(fd, "fifo", 0);
+	arc_path(p, sizeof(p), "lb.tgz");
+	ofd = open(p, O_WRONLY | O_TRUNC | O_CLOEXEC);
+	box_err_init(&err);
+	is_int(box_archive_pack_ex(fd, ofd, 0x80, &st, &err), -1, "links: unknown pack flag");
+	is_int(err.code, BOX_E_INVALID, "  invalid_request");
+	close(ofd);
+	close(fd);
+	box_err_init(&err);
+	is_int(box_archive_remove_tree(topfd, "lbad", &err), 0, "links: cleanup");
+	xflags = 0;
+}
+
+/* An entry written through an extracted link: refused, victim never created. */
+static void through(const char *label, const struct ent *v, size_t n, const char *victim)
+{
+	struct box_archive_limits lim = deflim();
+	struct box_archive_stats st;
+	struct box_err err;
+	int destfd = -1, r;
+
+	if (!ok(make_arc("h", FMT_PAX, FLT_GZIP, v, n) == 0, "%s: archive built", label))
+		return;
+	r = extract_to_dest("h", &lim, &st, &err, &destfd);
+	is_int(r, -1, "%s: refused", label);
+	if (!is_int(err.code, BOX_E_INTEGRITY, "%s: integrity_failed", label))
+		printf("#   message: %s\n", err.message);
+	ok(destfd >= 0 && !exists(destfd, victim), "%s: %s not created", label, victim);
+	drop_dest(destfd);
+	ok(top_is_clean(), "%s: nothing outside dest changed", label);
+}
+
+static void test_links_extract(void)
+{
+	struct box_archive_limits lim = deflim();
+	struct box_archive_stats st;
+	struct box_err err;
+	static char t4095[4096], t4096[4097];
+	int destfd = -1, r, infd;
+	char p[256];
+
+	xflags = BOX_ARCHIVE_SYMLINKS;
+	{
+		struct ent v[] = { { "sub/f", 0, 0, "data", NULL, NULL },
+				   { "l", AE_IFLNK, 0777, NULL, "sub/f", NULL },
+				   { "sub/up", AE_IFLNK, 0777, NULL, "../l", NULL },
+				   { "sub/deep/x", 0, 0, "x", NULL, NULL } };
+
+		ok(make_arc("ok", FMT_GNU, FLT_GZIP, v, N(v)) == 0, "links: gnutar with links");
+		r = extract_to_dest("ok", &lim, &st, &err, &destfd);
+		if (!is_int(r, 0, "  extracted"))
+			printf("#   %s\n", err.message);
+		is_int(st.links, 2, "  2 links");
+		ok(link_is(destfd, "l", "sub/f") && link_is(destfd, "sub/up", "../l"), "  targets");
+		drop_dest(destfd);
+	}
+	{
+		struct ent v[] = { { "f", 0, 0, "data", NULL, NULL },
+				   { "zl", AE_IFLNK, 0777, NULL, "f", NULL } };
+
+		ok(make_arc("z.zip", FMT_ZIP, FLT_NONE, v, N(v)) == 0, "links: zip with a link");
+		r = extract_to_dest("z.zip", &lim, &st, &err, &destfd);
+		if (!is_int(r, 0, "  extracted (seekable)"))
+			printf("#   %s\n", err.message);
+		ok(link_is(destfd, "zl", "f"), "  zl -> f");
+		drop_dest(destfd);
+	}
+	memset(t4095, 'a', 4095);
+	for (int i = 1; i < 4095; i += 2)
+		t4095[i] = '/';
+	memcpy(t4096, t4095, 4095);
+	t4096[4095] = 'b';
+	{
+		struct ent v[] = { { "l", AE_IFLNK, 0777, NULL, t4095, NULL } };
+
+		ok(make_arc("max", FMT_PAX, FLT_GZIP, v, N(v)) == 0, "links: a 4095-byte target");
+		r = extract_to_dest("max", &lim, &st, &err, &destfd);
+		if (!is_int(r, 0, "  extracted"))
+			printf("#   %s\n", err.message);
+		ok(link_is(destfd, "l", t4095), "  kept whole");
+		drop_dest(destfd);
+	}
+	{
+		struct ent v[] = { { "l", AE_IFLNK, 0777, NULL, t4096, NULL } };
+		hostile("links: a 4096-byte target", FMT_PAX, v, N(v), BOX_E_INTEGRITY, "l");
+	}
+	{
+		struct ent v[] = { { "l", AE_IFLNK, 0777, NULL, "/etc", NULL },
+				   { "l/pwned", 0, 0, "x", NULL, NULL } };
+		hostile("links: absolute target", FMT_PAX, v, N(v), BOX_E_INTEGRITY, "l");
+	}
+	{
+		struct ent v[] = { { "up", AE_IFLNK, 0777, NULL, "..", NULL } };
+		hostile("links: .. at the top", FMT_PAX, v, N(v), BOX_E_INTEGRITY, "up");
+	}
+	{
+		struct ent v[] = { { "d/up", AE_IFLNK, 0777, NULL, "../..", NULL } };
+		hostile("links: ../.. at depth 2", FMT_GNU, v, N(v), BOX_E_INTEGRITY, "d/up");
+	}
+	{
+		struct ent v[] = { { "d/m", AE_IFLNK, 0777, NULL, "x/../..", NULL } };
+		hostile("links: .. after a plain component", FMT_PAX, v, N(v), BOX_E_INTEGRITY,
+			"d/m");
+	}
+	{
+		struct ent v[] = { { "d/e", AE_IFLNK, 0777, NULL, "a//b", NULL } };
+		hostile("links: empty component", FMT_PAX, v, N(v), BOX_E_INTEGRITY, "d/e");
+	}
+	{
+		struct ent v[] = { { "f", 0, 0, "data", NULL, NULL },
+				   { "h", 0, 0, NULL, NULL, "f" } };
+		hostile("links: hard links stay refused", FMT_PAX, v, N(v), BOX_E_INTEGRITY,
+			"hard link");
+	}
+	{
+		struct ent v[] = { { "null", AE_IFCHR, 0666, NULL, NULL, NULL } };
+		hostile("links: devices stay refused", FMT_PAX, v, N(v), BOX_E_INTEGRITY, "null");
+	}
+	{
+		struct ent v[] = { { "sub/", AE_IFDIR, 0, NULL, NULL, NULL },
+				   { "a", AE_IFLNK, 0777, NULL, "sub", NULL },
+				   { "a/x", 0, 0, "pwned", NULL, NULL } };
+		through("links: a -> sub then a/x", v, N(v), "sub/x");
+	}
+	{
+		struct ent v[] = { { "sub/", AE_IFDIR, 0, NULL, NULL, NULL },
+				   { "a", AE_IFLNK, 0777, NULL, "sub", NULL },
+				   { "a/b/c", 0, 0, "pwned", NULL, NULL } };
+		through("links: a -> sub then a/b/c", v, N(v), "sub/b");
+	}
+	{
+		struct ent v[] = { { "a", AE_IFLNK, 0777, NULL, "nothere", NULL },
+				   { "a/x", 0, 0, "pwned", NULL, NULL } };
+		through("links: dangling a then a/x", v, N(v), "nothere");
+	}
+	{
+		struct ent v[] = { { "l", AE_IFLNK, 0777, NULL, ".", NULL },
+				   { "l/x", 0, 0, "pwned", NULL, NULL } };
+		through("links: l -> . then l/x", v, N(v), "x");
+	}
+	{
+		struct ent v[] = { { "sub/", AE_IFDIR, 0, NULL, NULL, NULL },
+				   { "a", AE_IFLNK, 0777, NULL, "sub", NULL },
+				   { "a/", AE_IFDIR, 0, NULL, NULL, NULL },
+				   { "a/x", 0, 0, "pwned", NULL, NULL } };
+		through("links: a -> sub then a/ then a/x", v, N(v), "sub/x");
+	}
+	{
+		struct ent v[] = { { "d/x", 0, 0, "x", NULL, NULL },
+				   { "d", AE_IFLNK, 0777, NULL, "e", NULL } };
+		through("links: a link over an implicit directory", v, N(v), "e");
+	}
+	{
+		struct ent v[] = { { "f", 0, 0, "x", NULL, NULL },
+				   { "f", AE_IFLNK, 0777, NULL, "g", NULL } };
+		through("links: a link over a file", v, N(v), "g");
+	}
+	{
+		struct ent v[] = { { "f", 0, 0, "x", NULL, NULL } };
+
+		make_arc("one", FMT_PAX, FLT_GZIP, v, N(v));
+		arc_path(p, sizeof(p), "one");
+		infd = open(p, O_RDONLY | O_CLOEXEC);
+		box_err_init(&err);
+		is_int(box_archive_extract_ex(infd, topfd, &lim, 0x80, &st, &err), -1,
+		       "links: unknown extract flag");
+		is_int(err.code, BOX_E_INVALID, "  invalid_request");
+		ok(top_is_clean(), "  nothing written");
+		if (infd >= 0)
+			close(infd);
+	}
+	xflags = 0;
+}
+
 int main(void)
 {
 	int fd;
@@ -1302,6 +1661,9 @@ int main(void)
 	test_counts();
 	test_path_caps();
 	test_formats();
+	test_links_pack();
+	test_links_pack_refusals();
+	test_links_extract();
 	test_pack();
 	test_pack_refusals();
 	test_remove();

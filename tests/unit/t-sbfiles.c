@@ -216,6 +216,53 @@ static void put_self_named(int snapfd, const void *data, size_t n, char digest[8
 	snprintf(digest, 80, "sha256:%s", hex);
 }
 
+static void add_entry(struct archive *a, struct archive_entry *e, const char *path,
+		      unsigned int type, const char *data_or_target)
+{
+	size_t n = type == AE_IFREG ? strlen(data_or_target) : 0;
+
+	archive_entry_clear(e);
+	archive_entry_set_pathname(e, path);
+	archive_entry_set_filetype(e, type);
+	archive_entry_set_perm(e, type == AE_IFLNK ? 0777 : type == AE_IFDIR ? 0755 : 0644);
+	archive_entry_set_size(e, (la_int64_t)n);
+	if (type == AE_IFLNK)
+		archive_entry_set_symlink(e, data_or_target);
+	archive_write_header(a, e);
+	if (n)
+		archive_write_data(a, data_or_target, n);
+}
+
+/* A tar.gz of "sub/", "a" -> "sub", "a/x": a write through an extracted link. */
+static size_t through_archive(char *buf, size_t cap)
+{
+	struct archive *a = archive_write_new();
+	struct archive_entry *e = archive_entry_new();
+	size_t used = 0;
+
+	archive_write_set_format_pax_restricted(a);
+	archive_write_add_filter_gzip(a);
+	archive_write_open_memory(a, buf, cap, &used);
+	add_entry(a, e, "sub/", AE_IFDIR, NULL);
+	add_entry(a, e, "a", AE_IFLNK, "sub");
+	add_entry(a, e, "a/x", AE_IFREG, "pwned");
+	archive_entry_free(e);
+	archive_write_close(a);
+	archive_write_free(a);
+	return used;
+}
+
+static int link_is(int dfd, const char *name, const char *want)
+{
+	char buf[256];
+	ssize_t n = readlinkat(dfd, name, buf, sizeof(buf) - 1);
+
+	if (n < 0)
+		return 0;
+	buf[n] = 0;
+	return !strcmp(buf, want);
+}
+
 /* A tar.gz holding a file and a symlink, built with libarchive. */
 static size_t symlink_archive(char *buf, size_t cap)
 {
@@ -330,7 +377,8 @@ static void test_snapshot_restore(void)
 	ok(n > 0, "built an archive holding a symlink");
 	put_self_named(snap, abuf, n, bad);
 	r = box_sbfiles_restore(snap, bad, sess, "r1", &err);
-	ok(r == -1 && err.code == BOX_E_INTEGRITY, "an archive with a symlink is refused");
+	ok(r == -1 && err.code == BOX_E_INTEGRITY,
+	   "an archive with an absolute symlink is refused");
 	is_str(tree_digest(sess, "r1", t2), t1, "... and the old tree is untouched");
 	is_int(count_entries(topfd, "sessions"), 2, "... with no temporary left");
 
@@ -344,11 +392,62 @@ static void test_snapshot_restore(void)
 	r = box_sbfiles_restore(snap, d1, sess, "../r1", &err);
 	ok(r == -1 && err.code == BOX_E_INVALID, "a name with a slash is invalid_request");
 
-	/* a tree the archive format refuses: nothing is left in the snapshot directory */
-	n = (size_t)count_entries(topfd, "snaps");
-	symlinkat("hello.txt", w, "a-link");
+	n = through_archive(abuf, sizeof(abuf));
+	ok(n > 0, "built an archive writing through a link it holds");
+	put_self_named(snap, abuf, n, bad);
+	r = box_sbfiles_restore(snap, bad, sess, "r1", &err);
+	ok(r == -1 && err.code == BOX_E_INTEGRITY, "a write through an extracted link is refused");
+	is_str(tree_digest(sess, "r1", t2), t1, "... and the old tree is untouched");
+	is_int(count_entries(topfd, "sessions"), 2, "... with no temporary left");
+
+	/* a virtualenv: contained links are kept as links */
+	mkdirat(w, "venv", 0755);
+	mkdirat(w, "venv/bin", 0755);
+	put(w, "venv/bin/python3.11", "#!elf\n", 6, 0755);
+	ok(symlinkat("python3.11", w, "venv/bin/python") == 0 &&
+	   symlinkat("../../hello.txt", w, "venv/bin/hello") == 0 &&
+	   symlinkat("bin", w, "venv/Scripts") == 0 && symlinkat("gone", w, "dangling") == 0,
+	   "links added to the tree");
+	tree_digest(topfd, "ws", t0);
 	r = box_sbfiles_snapshot(w, snap, d2, &st, &err);
-	ok(r == -1 && err.code == BOX_E_INVALID, "a symlink in the tree is invalid_request");
+	if (!is_int(r, 0, "a tree with contained links snapshots"))
+		printf("# %s\n", err.message);
+	is_int(st.files, 4, "... 4 files");
+	is_int(st.entries, 4 + 5 + 4, "... links counted in entries");
+	ok(strcmp(d2, d1) != 0, "... another snapshot");
+	r = box_sbfiles_restore(snap, d2, sess, "r3", &err);
+	if (!is_int(r, 0, "it restores"))
+		printf("# %s\n", err.message);
+	is_str(tree_digest(sess, "r3", t1), t0, "... to a tree equal to the source");
+	fd = opendir_at(sess, "r3");
+	ok(link_is(fd, "venv/bin/python", "python3.11") && link_is(fd, "venv/Scripts", "bin") &&
+	   link_is(fd, "venv/bin/hello", "../../hello.txt") && link_is(fd, "dangling", "gone"),
+	   "... with the links as links");
+	if (fd >= 0)
+		close(fd);
+	r = box_sbfiles_restore(snap, d2, sess, "r3", &err);
+	is_int(r, 0, "restoring it again succeeds");
+	is_str(tree_digest(sess, "r3", t2), t0, "... with the same tree digest");
+	r = box_sbfiles_snapshot(w, snap, bad, &st, &err);
+	ok(r == 0 && !strcmp(bad, d2) && st.existed == 1, "a second snapshot is the same");
+
+	/* trees the archive format refuses: nothing is left in the snapshot directory */
+	n = (size_t)count_entries(topfd, "snaps");
+	symlinkat("../../../etc/passwd", w, "venv/bin/esc");
+	box_err_init(&err);
+	r = box_sbfiles_snapshot(w, snap, bad, &st, &err);
+	ok(r == -1 && err.code == BOX_E_POLICY, "a link leading out of the tree is policy_denied");
+	is_str(err.path, "venv/bin/esc", "... naming it");
+	is_int(count_entries(topfd, "snaps"), n, "... and no temporary is left");
+	unlinkat(w, "venv/bin/esc", 0);
+	symlinkat("/usr/bin/python3", w, "venv/bin/abs");
+	r = box_sbfiles_snapshot(w, snap, bad, &st, &err);
+	ok(r == -1 && err.code == BOX_E_POLICY, "an absolute link is policy_denied");
+	is_int(count_entries(topfd, "snaps"), n, "... and no temporary is left");
+	unlinkat(w, "venv/bin/abs", 0);
+	mkfifoat(w, "fifo", 0644);
+	r = box_sbfiles_snapshot(w, snap, bad, &st, &err);
+	ok(r == -1 && err.code == BOX_E_INVALID, "a FIFO in the tree is invalid_request");
 	is_int(count_entries(topfd, "snaps"), n, "... and no temporary is left");
 
 	close(w);
