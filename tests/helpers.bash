@@ -111,3 +111,50 @@ now_ms() {
 sha() {
 	sha256sum "$1" | cut -d' ' -f1
 }
+
+# ---- box-sandbox suites ----
+
+# sb_setup: box_setup plus a private BOX_STATE_DIR ($T/state) and BOX_PROG for assert_fail.
+sb_setup() {
+	box_setup || return 1
+	BOX_STATE_DIR=$T/state
+	BOX_PROG=box-sandbox
+	export BOX_STATE_DIR BOX_PROG
+}
+
+# sb_teardown: deletes every session of this test's state dir (errors ignored), so that no
+# holder outlives the test.
+sb_teardown() {
+	local d
+	[ -n "${BOX_STATE_DIR:-}" ] && [ -d "$BOX_STATE_DIR/sandboxes" ] || return 0
+	for d in "$BOX_STATE_DIR"/sandboxes/*/; do
+		[ -d "$d" ] || continue
+		d=${d%/}
+		timeout 20 box-sandbox delete "${d##*/}" >/dev/null 2>&1 || true
+	done
+}
+
+# run_sb ARG...: box-sandbox with ARG..., stdout in $output, stderr in $stderr.
+run_sb() {
+	run --separate-stderr box-sandbox "$@"
+}
+
+# sb_ok [FILTER]: exit 0, one JSON object with ok true (and FILTER), nothing on stderr.
+sb_ok() {
+	assert_equal "$status" 0
+	one_json_where ".ok == true and (has(\"error\") | not) and (${1:-true})"
+	assert_equal "$stderr" ""
+}
+
+# sb_holder ID: the holder pid that the session's state.json names.
+sb_holder() {
+	jq -r '.provider_data.holder.pid' "$BOX_STATE_DIR/sandboxes/$1/state.json"
+}
+
+# sb_stdout ID ARG...: the stdout of a successful exec of ARG... in ID (fails otherwise).
+sb_stdout() {
+	local id=$1 out
+	shift
+	out=$(box-sandbox exec "$id" "$@" 2>/dev/null) || return 1
+	jq -j -e '.stdout' <<<"$out"
+}
