@@ -193,14 +193,15 @@ EOF
 	refute_output --partial '"result"'
 }
 
-@test "request: tools are unsupported in this version (exit 8, \$.tools)" {
-	run_box_json '{"script": "return 1", "tools": "tools.json"}'
-	assert_fail unsupported 8 '.error.path == "$.tools"'
+@test "request: tools names a tool manifest: the script gets a tools table (box-run-tools.bats)" {
+	run_box_json "{\"script\": \"return type(tools)\",
+		\"tools\": \"$BATS_TEST_DIRNAME/fixtures/tools/codemode.json\"}"
+	assert_ok '.result == "table"'
 }
 
-@test "request: --tools FILE is unsupported too" {
+@test "request: --tools FILE that does not exist is not_found (exit 6, \$.tools)" {
 	run_box --tools "$T/tools.json" -e 'return 1'
-	assert_fail unsupported 8 '.error.path == "$.tools"'
+	assert_fail not_found 6 '.error.path == "$.tools"'
 }
 
 @test "request: a workspace that does not exist is not_found (exit 6)" {
