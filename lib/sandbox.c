@@ -633,7 +633,8 @@ static void judge(const struct sb *s, cJSON *res)
 
 				if (k == 0)
 					conf = box_json_get_int(s->req, "timeout_ms", conf);
-				box_fmt(e.limit, sizeof(e.limit), "%s", lims[k].key);
+				box_fmt(e.limit, sizeof(e.limit), "%s",
+					k == 0 ? "timeout_ms" : lims[k].name);
 				box_fmt(e.unit, sizeof(e.unit), "%s", lims[k].unit);
 				e.configured = conf;
 				e.has_configured = 1;

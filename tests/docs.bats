@@ -9,7 +9,7 @@
 load helpers
 
 # the binaries whose man page, --help and schemas must agree
-BINS="box-run box-pack box-pull box-lock"
+BINS="box-run box-pack box-pull box-lock box-sandbox"
 
 setup() {
 	SRC=${BOX_SRCDIR:-$BATS_TEST_DIRNAME/..}
@@ -190,8 +190,9 @@ word_in() {
 
 @test "box(7) and the README present every installed binary as available" {
 	local progs p bad=""
-	progs=$(sed -n '/^bin_PROGRAMS *=/s/^bin_PROGRAMS *=//p' "$SRC/Makefile.am")
-	[ "$(wc -w <<<"$progs")" -ge 4 ]
+	# bin_PROGRAMS = ... and the bin_PROGRAMS += ... lines added after it
+	progs=$(sed -n 's/^bin_PROGRAMS *+\{0,1\}= *//p' "$SRC/Makefile.am")
+	[ "$(wc -w <<<"$progs")" -ge 5 ]
 	for p in $progs; do
 		man_text <"$MAN7" | grep -qxF ".BR $p (1)" || bad="$bad box.7:$p"
 		[ -f "$SRC/man/$p.1" ] || bad="$bad man/$p.1"
