@@ -62,11 +62,31 @@ static int reply_status(const cJSON *res)
 	return box_err_exit_status(err.code);
 }
 
+/* Calls tool name with input (taken) and prints the reply; the exit status. */
+static int call(const char *sock, const char *name, cJSON *input)
+{
+	struct box_err err;
+	cJSON *req = cJSON_CreateObject(), *res;
+	int status;
+
+	box_err_init(&err);
+	cJSON_AddStringToObject(req, "op", "call");
+	cJSON_AddStringToObject(req, "tool", name);
+	cJSON_AddItemToObject(req, "input", input);
+	res = box_toolsrv_request(sock, req, 0, &err);
+	cJSON_Delete(req);
+	if (!res)
+		return fail(&err);
+	status = emit(res) < 0 ? 8 : reply_status(res);
+	cJSON_Delete(res);
+	return status;
+}
+
 int main(int argc, char **argv)
 {
 	const char *sock = getenv("BOX_TOOL_SOCKET");
 	struct box_err err;
-	cJSON *req, *list, *input, *res;
+	cJSON *req, *list, *input;
 	const cJSON *tool = NULL, *t;
 	int want_help = 0, status;
 
@@ -80,6 +100,19 @@ int main(int argc, char **argv)
 	if (strcmp(argv[1], "--version") == 0) {
 		printf("box-tool (box) %s\n", PACKAGE_VERSION);
 		return 0;
+	}
+	/* --json VALUE needs no schema here (the host validates): one round trip, not two */
+	if (argc == 4 && strcmp(argv[2], "--json") == 0 && strcmp(argv[1], "list") != 0 &&
+	    argv[1][0] != '-') {
+		input = box_json_parse(argv[3], strlen(argv[3]), &err);
+		if (!input)
+			return fail(&err);
+		if (!cJSON_IsObject(input)) {
+			cJSON_Delete(input);
+			box_err_set(&err, BOX_E_USAGE, "--json must be a JSON object");
+			return fail(&err);
+		}
+		return call(sock, argv[1], input);
 	}
 	req = cJSON_CreateObject();
 	cJSON_AddStringToObject(req, "op", "list");
@@ -121,15 +154,5 @@ int main(int argc, char **argv)
 	cJSON_Delete(list);
 	if (!input)
 		return fail(&err);
-	req = cJSON_CreateObject();
-	cJSON_AddStringToObject(req, "op", "call");
-	cJSON_AddStringToObject(req, "tool", argv[1]);
-	cJSON_AddItemToObject(req, "input", input);
-	res = box_toolsrv_request(sock, req, 0, &err);
-	cJSON_Delete(req);
-	if (!res)
-		return fail(&err);
-	status = emit(res) < 0 ? 8 : reply_status(res);
-	cJSON_Delete(res);
-	return status;
+	return call(sock, argv[1], input);
 }
