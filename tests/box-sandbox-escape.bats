@@ -303,3 +303,12 @@ except OSError:
 	run_sb exec e19 -- sh -c 'echo "$HOME"'
 	sb_ok '.stdout == "/workspace\n"'
 }
+
+@test "cpu bomb: busy processes end with resource_limit cpu, exit 3, the wall clock far from spent" {
+	mk e20 --cpu-ms 300
+	run_sb exec e20 --timeout-ms 20000 -- sh -c 'for i in 1 2 3 4; do (while :; do :; done) & done; wait'
+	assert_fail limit_exceeded 3 '.resource_limit == "cpu" and .error.limit == "cpu" and .error.configured == 300 and .error.unit == "ms" and .duration_ms < 10000'
+	# nothing of it is left running
+	run_sb exec e20 -- sh -c 'ps -e -o args= | grep -c "^sh -c for"; true'
+	sb_ok '.stdout == "0\n"'
+}
