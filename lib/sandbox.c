@@ -452,8 +452,8 @@ static int start(struct sb *s, struct box_err *err)
 		return local_start(s, err);
 	o = cJSON_CreateObject();
 	cJSON_AddItemToObject(o, "limits", cJSON_Duplicate(s->rec.limits, 1));
-	cJSON_AddItemToObject(o, "env", cJSON_Duplicate(cJSON_GetObjectItemCaseSensitive(
-						pdata(s, "config"), "env"), 1));
+	cJSON_AddItemToObject(o, "env", resolve_env(cJSON_GetObjectItemCaseSensitive(
+						pdata(s, "config"), "env")));
 	res = plugin_op(s, "create", o, 0, err);
 	if (!res)
 		return -1;
@@ -780,7 +780,7 @@ static int run_init(struct sb *s, struct box_err *err)
 	s->rec.last_init_error = NULL;
 	box_sbstate_now(s->rec.init_completed_at);
 	s->init_ran = 1;
-	return 0;
+	return save(s, err);
 failed:
 	free(s->rec.last_init_error);
 	s->rec.last_init_error = strdup(err->message);
@@ -843,6 +843,10 @@ static int ensure(struct sb *s, int may_create, struct box_err *err)
 		if (start(s, err) < 0)
 			return -1;
 		s->replaced = 1;
+		/* a plug-in's new instance starts blank: init runs again (the local one keeps
+		 * its workspace, where init's effects live) */
+		if (!is_local(s->rec.provider))
+			plan.run_init = 1;
 		break;
 	default:
 		break;
@@ -1158,6 +1162,46 @@ static int file_target(struct sb *s, const char *path, char *dir, size_t dn, con
 	return -1;
 }
 
+/* read and write on a plug-in's instance: read_file / write_file with the bytes in base64 */
+static cJSON *plugin_file(struct sb *s, int writing, struct box_err *err)
+{
+	cJSON *o = cJSON_CreateObject(), *res;
+	const char *path = box_json_get_str(s->req, "path", NULL);
+
+	if (!path || !*path) {
+		cJSON_Delete(o);
+		return box_err_set(err, BOX_E_USAGE, "a path is needed"), box_err_path(err, "$.path"),
+		       NULL;
+	}
+	cJSON_AddStringToObject(o, "path", path);
+	if (writing) {
+		const char *text = box_json_get_str(s->req, "content", NULL);
+		const char *b64 = box_json_get_str(s->req, "content_base64", NULL);
+		struct box_buf enc;
+
+		box_buf_init(&enc, box_base64_encoded_len(text ? strlen(text) : 0) + 1);
+		if (text && (box_base64_encode(text, strlen(text), &enc, err) < 0 ||
+			     box_buf_append(&enc, "", 1, err) < 0)) {
+			box_buf_release(&enc);
+			cJSON_Delete(o);
+			return NULL;
+		}
+		cJSON_AddStringToObject(o, "content_base64", text ? enc.data : b64 ? b64 : "");
+		box_buf_release(&enc);
+	}
+	res = plugin_op(s, writing ? "write_file" : "read_file", o, 0, err);
+	if (!res)
+		return NULL;
+	cJSON_DeleteItemFromObjectCaseSensitive(res, "ok");
+	cJSON_AddTrueToObject(res, "ok");
+	cJSON_DeleteItemFromObjectCaseSensitive(res, "session");
+	cJSON_AddStringToObject(res, "session", s->id);
+	if (!cJSON_GetObjectItemCaseSensitive(res, "path"))
+		cJSON_AddStringToObject(res, "path", path);
+	touch(s);
+	return res;
+}
+
 static cJSON *op_read(struct sb *s, struct box_err *err)
 {
 	char dir[PATH_MAX];
@@ -1166,6 +1210,8 @@ static cJSON *op_read(struct sb *s, struct box_err *err)
 	struct box_buf b;
 	cJSON *o;
 
+	if (!is_local(s->rec.provider))
+		return ensure(s, 1, err) < 0 ? NULL : plugin_file(s, 0, err);
 	if (ensure(s, 1, err) < 0 ||
 	    file_target(s, box_json_get_str(s->req, "path", NULL), dir, sizeof(dir), &rel, 0,
 			err) < 0)
@@ -1223,6 +1269,8 @@ static cJSON *op_write(struct sb *s, struct box_err *err)
 		return box_err_set(err, BOX_E_USAGE, "write needs content"), NULL;
 	if (text && b64)
 		return box_err_set(err, BOX_E_USAGE, "give content or content_base64, not both"), NULL;
+	if (!is_local(s->rec.provider))
+		return ensure(s, 1, err) < 0 ? NULL : plugin_file(s, 1, err);
 	box_buf_init(&dec, (size_t)BOX_SANDBOX_READ_MAX);
 	if (b64) {
 		if (box_base64_decode(b64, strlen(b64), &dec, err) < 0) {
@@ -1266,6 +1314,9 @@ static cJSON *op_ls(struct sb *s, struct box_err *err)
 	struct box_ws ws;
 	cJSON *o, *list;
 
+	if (!is_local(s->rec.provider))
+		return box_err_set(err, BOX_E_UNSUPPORTED, "ls is not part of the provider protocol: "
+				   "exec ls instead"), NULL;
 	if (ensure(s, 1, err) < 0 ||
 	    file_target(s, box_json_get_str(s->req, "path", "/workspace"), dir, sizeof(dir), &rel, 0,
 			err) < 0 ||
@@ -1644,4 +1695,211 @@ out:
 	box_sbstate_release(&s->rec);
 	free(s);
 	return res;
+}
+
+/* ---- --describe --tools ---- */
+
+static int describe_tools(const char *file, cJSON *o, struct box_buf *text, struct box_err *err)
+{
+	char abs[PATH_MAX];
+	struct box_toolset *set;
+	cJSON *list;
+	const cJSON *t;
+	int rc = 0;
+
+	/* found and loaded exactly as create does, so that both fail alike */
+	if (!realpath(file, abs)) {
+		box_err_sys(err, "tools file %.200s", file);
+		err->code = BOX_E_NOT_FOUND;
+		box_err_path(err, "$.tools");
+		return -1;
+	}
+	set = box_tools_load(abs, err);
+	if (!set)
+		return -1;
+	list = box_tools_describe(set, 0);
+	box_tools_free(set);
+	if (!list || !cJSON_AddItemToObject(o, "tools", list)) {
+		cJSON_Delete(list);
+		return box_err_set(err, BOX_E_INTERNAL, "out of memory");
+	}
+	/* integers printed as written, as the tool socket prints them to box-tool list */
+	box_json_exact(list);
+	if (cJSON_GetArraySize(list) == 0)
+		return box_buf_puts(text, "\n\nTools: none is granted (box-tool list is empty).", err);
+	rc |= box_buf_puts(text, "\n\nTools: a command inside the sandbox calls a granted tool with "
+			   "`box-tool NAME --FLAG VALUE...` (flags from the tool's input schema: "
+			   "kebab-case names, --flag/--no-flag for booleans, one flag per array item) or "
+			   "`box-tool NAME --json '{...}'`; `box-tool list` lists the tools and "
+			   "`box-tool NAME --help` their flags. box-tool prints one JSON object, "
+			   "{\"ok\": true, \"result\": {...}}, or {\"ok\": false, \"error\": {...}} with a "
+			   "non-zero exit status. The tools run outside the sandbox, each under its own "
+			   "timeout. The tools:", err);
+	cJSON_ArrayForEach(t, list) {
+		char *schema = cJSON_PrintUnformatted(cJSON_GetObjectItemCaseSensitive(t,
+										       "input_schema"));
+
+		rc |= box_buf_printf(text, err, "\n- %s%s%s: %s\n  input schema: %s",
+				     box_json_get_str(t, "name", ""),
+				     box_json_get_bool(t, "destructive", 0) ? " (destructive)" : "",
+				     box_json_get_bool(t, "requires_approval", 0) ?
+				     " (requires approval)" : "",
+				     box_json_get_str(t, "description", ""), schema ? schema : "{}");
+		cJSON_free(schema);
+	}
+	return rc ? -1 : 0;
+}
+
+/* 1 if an earlier entry of files ("/input/NAME" or "/input/NAME/") is called base. */
+static int input_taken(const cJSON *files, const char *base)
+{
+	const cJSON *f;
+	size_t n = strlen(base);
+
+	cJSON_ArrayForEach(f, files) {
+		const char *name = f->valuestring + strlen("/input/");
+
+		if (strncmp(name, base, n) == 0 && (name[n] == 0 || strcmp(name + n, "/") == 0))
+			return 1;
+	}
+	return 0;
+}
+
+/* The names create's copy_inputs gives the inputs in /input, after the same checks. */
+static int describe_inputs(const cJSON *req, cJSON *files, struct box_buf *text,
+			   struct box_err *err)
+{
+	const cJSON *e;
+	int idx = 0, rc = 0;
+
+	cJSON_ArrayForEach(e, cJSON_GetObjectItemCaseSensitive(req, "input")) {
+		const char *base = strrchr(e->valuestring, '/');
+		char path[32], guest[NAME_MAX + 16];
+		struct stat st;
+
+		base = base ? base + 1 : e->valuestring;
+		box_fmt(path, sizeof(path), "$.input[%d]", idx++);
+		if (!*base || strcmp(base, ".") == 0 || strcmp(base, "..") == 0 ||
+		    strlen(base) > NAME_MAX) {
+			box_err_set(err, BOX_E_INVALID, "input '%.200s' has no file name", e->valuestring);
+			box_err_path(err, path);
+			return -1;
+		}
+		if (stat(e->valuestring, &st) < 0) {
+			if (errno == ENOENT || errno == ENOTDIR)
+				box_err_set(err, BOX_E_NOT_FOUND, "%.200s does not exist", e->valuestring);
+			else
+				box_err_sys(err, "cannot stat %.200s", e->valuestring);
+			box_err_path(err, path);
+			return -1;
+		}
+		if (!S_ISDIR(st.st_mode) && !S_ISREG(st.st_mode)) {
+			box_err_set(err, BOX_E_INVALID, "%.200s is neither a regular file nor a directory",
+				    e->valuestring);
+			box_err_path(err, path);
+			return -1;
+		}
+		if (input_taken(files, base)) {
+			box_err_set(err, BOX_E_CONFLICT, "%s already exists", base);
+			box_err_path(err, path);
+			return -1;
+		}
+		box_fmt(guest, sizeof(guest), "/input/%s%s", base, S_ISDIR(st.st_mode) ? "/" : "");
+		if (!cJSON_AddItemToArray(files, cJSON_CreateString(guest)))
+			return box_err_set(err, BOX_E_INTERNAL, "out of memory");
+		rc |= box_buf_printf(text, err, "%s%s", idx > 1 ? ", " : " It holds ", guest);
+	}
+	rc |= box_buf_puts(text, idx ? "." : " It is empty.", err);
+	return rc ? -1 : 0;
+}
+
+static int describe_mounts(const cJSON *req, cJSON *arr, struct box_buf *text,
+			   struct box_err *err)
+{
+	struct mounts ms;
+	size_t k;
+	int rc = 0;
+
+	if (parse_mounts(cJSON_GetObjectItemCaseSensitive(req, "mount"), &ms, err) < 0)
+		return -1;
+	for (k = 0; k < ms.n && rc == 0; k++) {
+		cJSON *m = cJSON_CreateObject();
+
+		if (!m || !cJSON_AddStringToObject(m, "path", ms.m[k].guest) ||
+		    !cJSON_AddStringToObject(m, "mode", ms.m[k].ro ? "ro" : "rw") ||
+		    !cJSON_AddItemToArray(arr, m)) {
+			cJSON_Delete(m);
+			rc = box_err_set(err, BOX_E_INTERNAL, "out of memory");
+			break;
+		}
+		rc = box_buf_printf(text, err, "%s%s (%s)", k ? ", " : " Mounted: ", ms.m[k].guest,
+				    ms.m[k].ro ? "read-only" : "read-write");
+	}
+	if (rc == 0 && ms.n)
+		rc = box_buf_puts(text, ".", err);
+	mounts_release(&ms);
+	return rc ? -1 : 0;
+}
+
+cJSON *box_sandbox_describe(const cJSON *req, const char *name, const char *description,
+			    const char *request_schema, const char *result_schema,
+			    struct box_err *err)
+{
+	struct box_buf text = BOX_BUF_INIT((size_t)64 << 20);
+	cJSON *o = cJSON_CreateObject(), *extra = cJSON_CreateObject(), *in, *out, *it;
+	cJSON *mounts = NULL, *files = NULL;
+
+	in = box_json_parse(request_schema, strlen(request_schema), err);
+	out = box_json_parse(result_schema, strlen(result_schema), err);
+	if (!o || !extra || !in || !out) {
+		box_err_set(err, BOX_E_INTERNAL, "built-in schema does not parse");
+		goto fail;
+	}
+	if (!is_local(box_json_get_str(req, "provider", "local"))) {
+		box_err_set(err, BOX_E_UNSUPPORTED, "--tools is a local provider feature");
+		box_err_path(err, "$.provider");
+		goto fail;
+	}
+	if (box_buf_puts(&text, description, err) < 0 ||
+	    describe_tools(box_json_get_str(req, "tools", ""), extra, &text, err) < 0)
+		goto fail;
+	mounts = cJSON_AddArrayToObject(extra, "mounts");
+	files = cJSON_AddArrayToObject(extra, "input_files");
+	if (!mounts || !files || !cJSON_AddArrayToObject(extra, "allowed_hosts")) {
+		box_err_set(err, BOX_E_INTERNAL, "out of memory");
+		goto fail;
+	}
+	if (box_buf_puts(&text, "\n\nFiles: /workspace is persistent and writable (the working "
+			 "directory of exec). /input is read-only.", err) < 0 ||
+	    describe_inputs(req, files, &text, err) < 0 ||
+	    box_buf_puts(&text, " /output is emptied before each exec, and the files written "
+			 "there are listed (path, size, sha256) in its result. /tmp is private.",
+			 err) < 0 ||
+	    describe_mounts(req, mounts, &text, err) < 0 ||
+	    box_buf_puts(&text, "\n\nNetwork: none (no allowed hosts): nothing inside the sandbox "
+			 "reaches the network; the tool socket of box-tool is its only way out.",
+			 err) < 0)
+		goto fail;
+	if (!cJSON_AddStringToObject(o, "name", name) ||
+	    !cJSON_AddStringToObject(o, "description", text.data)) {
+		box_err_set(err, BOX_E_INTERNAL, "out of memory");
+		goto fail;
+	}
+	cJSON_AddItemToObject(o, "input_schema", in);
+	cJSON_AddItemToObject(o, "output_schema", out);
+	/* what the commands inside can reach, after what every definition has */
+	while ((it = extra->child)) {
+		cJSON_DetachItemViaPointer(extra, it);
+		cJSON_AddItemToObject(o, it->string, it);
+	}
+	cJSON_Delete(extra);
+	box_buf_release(&text);
+	return o;
+fail:
+	box_buf_release(&text);
+	cJSON_Delete(extra);
+	cJSON_Delete(o);
+	cJSON_Delete(in);
+	cJSON_Delete(out);
+	return NULL;
 }

@@ -133,12 +133,12 @@ make_session() {
 	clear_log
 	run --separate-stderr box-sandbox exec s1 -- echo back
 	assert_success
-	one_json_where '.ok and .replaced == true and .stdout == "echo back\n"
-		and (has("init_ran") | not)'
-	# the leftovers are deleted first; a completed init is not run again
-	[ "$(ops)" = "status delete create exec" ]
+	one_json_where '.ok and .replaced == true and .stdout == "echo back\n" and .init_ran == true'
+	# the leftovers are deleted first; the new remote instance is blank, so init runs again
+	[ "$(ops)" = "status delete create exec exec" ]
 	jqe '.provider_data == {"instance": "fake-1"}' "$(request 3)"
-	jqe '.provider_data == {"instance": "fake-2"}' "$(request 4)"
+	jqe '.argv == ["/bin/sh", "-c", "echo once"] and .provider_data == {"instance": "fake-2"}' "$(request 4)"
+	jqe '.provider_data == {"instance": "fake-2"}' "$(request 5)"
 	jqe '.state == "running" and .provider_data.remote.instance == "fake-2"' "$(record s1)"
 }
 
@@ -348,4 +348,22 @@ make_session() {
 	assert_success
 	one_json_where '.sessions == [{"session": "s1", "provider": "fake", "state": "running",
 		"last_used_at": .sessions[0].last_used_at}]'
+}
+
+@test "read and write go to the provider as read_file and write_file, in base64; ls is unsupported" {
+	make_session s1
+	run --separate-stderr box-sandbox write s1 notes.txt --content 'héllo'
+	assert_success
+	one_json_where '.ok and .session == "s1" and .path == "notes.txt"'
+	[ "$(ops)" = "status write_file" ]
+	jqe '.content_base64 == "aMOpbGxv"' "$(request 2)"
+	run --separate-stderr box-sandbox read s1 notes.txt
+	assert_success
+	one_json_where '.ok and .content_base64 == "aMOpbGxv"'
+	run --separate-stderr box-sandbox read s1 missing.txt
+	[ "$status" -eq 6 ]
+	one_json_where '.error.code == "not_found"'
+	run --separate-stderr box-sandbox ls s1
+	[ "$status" -eq 8 ]
+	one_json_where '.error.code == "unsupported"'
 }
