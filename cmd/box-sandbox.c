@@ -59,16 +59,63 @@ static void set_str(cJSON *req, const char *key, const char *val)
 	cJSON_AddStringToObject(req, key, val);
 }
 
+/* --describe with --tools describes what the commands inside a sandbox granted those tools
+ * may reach; cli.c's --describe, which knows nothing of a request, answers as soon as it
+ * sees the flag, so it is taken out here (as box-run does). */
+static int describe_with_tools(int *argc, char **argv)
+{
+	int i, at = 0, tools = 0;
+
+	for (i = 1; i < *argc && strcmp(argv[i], "--") != 0; i++) {
+		if (strcmp(argv[i], "--describe") == 0 && !at)
+			at = i;
+		if (strcmp(argv[i], "--tools") == 0 || strncmp(argv[i], "--tools=", 8) == 0)
+			tools = 1;
+	}
+	if (!at || !tools)
+		return 0;
+	memmove(argv + at, argv + at + 1, (size_t)(*argc - at) * sizeof(*argv));
+	(*argc)--;
+	return 1;
+}
+
+static int describe(cJSON *req, int rest, int argc, char **argv)
+{
+	struct box_err err;
+	cJSON *res = NULL;
+	int status;
+
+	box_err_init(&err);
+	/* it describes what create would make: "create" is the only operation it takes */
+	if (rest < argc && strcmp(argv[rest], "create") == 0)
+		rest++;
+	if (rest < argc)
+		box_err_set(&err, BOX_E_USAGE, "--describe describes create: unexpected argument "
+			    "'%.64s'", argv[rest]);
+	else
+		res = box_sandbox_describe(req, cli.name, cli.description,
+					   box_sandbox_request_schema, box_sandbox_result_schema,
+					   &err);
+	cJSON_Delete(req);
+	if (!res)
+		return box_cli_fail(&cli, &err);
+	status = box_cli_emit(res) < 0 ? 8 : 0;
+	cJSON_Delete(res);
+	return status;
+}
+
 int main(int argc, char **argv)
 {
 	struct box_sandbox_io io = { on_output, NULL };
 	struct box_err err;
 	cJSON *req, *res;
-	int rest, status;
+	int rest, status, want_describe = describe_with_tools(&argc, argv);
 	const char *op;
 
 	if (!box_cli_start(&cli, argc, argv, &req, &rest, &status))
 		return status;
+	if (want_describe)
+		return describe(req, rest, argc, argv);
 	box_err_init(&err);
 	if (rest < argc)
 		set_str(req, "op", argv[rest++]);

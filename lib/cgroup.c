@@ -1,6 +1,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,6 +22,21 @@
 static const char *const v1_ctrl[] = { "memory", "pids", "freezer", "cpuacct" };
 #define V1_REQUIRED 3
 #define V1_N (sizeof(v1_ctrl) / sizeof(v1_ctrl[0]))
+
+/* box_err_sys, always io_error: a missing control file is the host's setup, not a lookup */
+static int io_err(struct box_err *err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static int io_err(struct box_err *err, const char *fmt, ...)
+{
+	char msg[400];
+	va_list ap;
+	int e = errno;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	box_err_set(err, BOX_E_IO, "%s: %s", msg, strerror(e));
+	return -1;
+}
 
 static const char *cg_root(void)
 {
@@ -155,7 +171,7 @@ static int set_limits_v1(const char *id, const struct box_cg_limits *l, struct b
 		snprintf(v, sizeof(v), "%lld", (long long)l->memory);
 		cg_path(p, sizeof(p), "memory", id, "memory.limit_in_bytes");
 		if (write_file(p, v) < 0)
-			return box_err_sys(err, "cannot set %s", p);
+			return io_err(err, "cannot set %s", p);
 		/* no swap beyond the limit where the kernel accounts it */
 		cg_path(p, sizeof(p), "memory", id, "memory.memsw.limit_in_bytes");
 		if (access(p, F_OK) == 0)
@@ -167,7 +183,7 @@ static int set_limits_v1(const char *id, const struct box_cg_limits *l, struct b
 		snprintf(v, sizeof(v), "%lld", (long long)l->pids);
 		cg_path(p, sizeof(p), "pids", id, "pids.max");
 		if (write_file(p, v) < 0)
-			return box_err_sys(err, "cannot set %s", p);
+			return io_err(err, "cannot set %s", p);
 	}
 	return 0;
 }
@@ -180,7 +196,7 @@ static int set_limits_v2(const char *id, const struct box_cg_limits *l, struct b
 		snprintf(v, sizeof(v), "%lld", (long long)l->memory);
 		cg_path(p, sizeof(p), NULL, id, "memory.max");
 		if (write_file(p, v) < 0)
-			return box_err_sys(err, "cannot set %s", p);
+			return io_err(err, "cannot set %s", p);
 		cg_path(p, sizeof(p), NULL, id, "memory.swap.max");
 		(void)write_file(p, "0");
 	}
@@ -188,7 +204,7 @@ static int set_limits_v2(const char *id, const struct box_cg_limits *l, struct b
 		snprintf(v, sizeof(v), "%lld", (long long)l->pids);
 		cg_path(p, sizeof(p), NULL, id, "pids.max");
 		if (write_file(p, v) < 0)
-			return box_err_sys(err, "cannot set %s", p);
+			return io_err(err, "cannot set %s", p);
 	}
 	return 0;
 }
@@ -207,7 +223,7 @@ int box_cg_create(enum box_cg_mode m, const char *id, const struct box_cg_limits
 		if (cg_path(p, sizeof(p), NULL, id, NULL) < 0)
 			return box_err_set(err, BOX_E_IO, "cgroup path too long");
 		if (mkdir(p, 0755) < 0 && errno != EEXIST)
-			return box_err_sys(err, "cannot create %s", p);
+			return io_err(err, "cannot create %s", p);
 		return set_limits_v2(id, l, err);
 	}
 	for (i = 0; i < V1_N; i++) {
@@ -220,7 +236,7 @@ int box_cg_create(enum box_cg_mode m, const char *id, const struct box_cg_limits
 		if (mkdir(p, 0755) < 0 && errno != EEXIST) {
 			if (i >= V1_REQUIRED)
 				continue;
-			return box_err_sys(err, "cannot create %s", p);
+			return io_err(err, "cannot create %s", p);
 		}
 	}
 	return set_limits_v1(id, l, err);
@@ -234,16 +250,18 @@ int box_cg_join(enum box_cg_mode m, const char *id, pid_t pid, struct box_err *e
 	snprintf(v, sizeof(v), "%d", (int)(pid ? pid : getpid()));
 	if (m == BOX_CG_NONE)
 		return 0;
+	if (!box_sbstate_valid_id(id))
+		return box_err_set(err, BOX_E_INVALID, "invalid session id");
 	if (m == BOX_CG_V2) {
 		cg_path(p, sizeof(p), NULL, id, "cgroup.procs");
 		if (write_file(p, v) < 0)
-			return box_err_sys(err, "cannot join %s", p);
+			return io_err(err, "cannot join %s", p);
 		return 0;
 	}
 	for (i = 0; i < V1_N; i++) {
 		cg_path(p, sizeof(p), v1_ctrl[i], id, "cgroup.procs");
 		if (write_file(p, v) < 0 && i < V1_REQUIRED)
-			return box_err_sys(err, "cannot join %s", p);
+			return io_err(err, "cannot join %s", p);
 	}
 	return 0;
 }
@@ -258,7 +276,7 @@ int box_cg_leave_freezer(enum box_cg_mode m, struct box_err *err)
 		    cg_root()) < 0)
 		return box_err_set(err, BOX_E_IO, "cgroup path too long");
 	if (write_file(p, "0") < 0)
-		return box_err_sys(err, "cannot leave the sandbox's freezer group");
+		return io_err(err, "cannot leave the sandbox's freezer group");
 	return 0;
 }
 
@@ -273,6 +291,8 @@ int box_cg_frozen(enum box_cg_mode m, const char *id)
 {
 	char p[512], buf[64];
 
+	if (!box_sbstate_valid_id(id))
+		return -1;
 	if (m == BOX_CG_V2) {
 		int64_t v;
 
@@ -297,12 +317,14 @@ int box_cg_freeze(enum box_cg_mode m, const char *id, int frozen, int timeout_ms
 
 	if (m == BOX_CG_NONE)
 		return box_err_set(err, BOX_E_UNSUPPORTED, "no writable freezer");
+	if (!box_sbstate_valid_id(id))
+		return box_err_set(err, BOX_E_INVALID, "invalid session id");
 	if (m == BOX_CG_V2)
 		cg_path(p, sizeof(p), NULL, id, "cgroup.freeze");
 	else
 		cg_path(p, sizeof(p), "freezer", id, "freezer.state");
 	if (write_file(p, m == BOX_CG_V2 ? (frozen ? "1" : "0") : (frozen ? "FROZEN" : "THAWED")) < 0)
-		return box_err_sys(err, "cannot write %s", p);
+		return io_err(err, "cannot write %s", p);
 	/* v1 reports FREEZING until every task stopped; v2 flips "frozen" in cgroup.events */
 	for (;;) {
 		int f = box_cg_frozen(m, id);
@@ -310,7 +332,7 @@ int box_cg_freeze(enum box_cg_mode m, const char *id, int frozen, int timeout_ms
 		if (f == frozen)
 			return 0;
 		if (f < 0)
-			return box_err_sys(err, "cannot read the freezer state of %s", id);
+			return io_err(err, "cannot read the freezer state of %s", id);
 		if (waited >= timeout_ms)
 			return box_err_limit(err, BOX_E_TIMEOUT, "freeze_ms", timeout_ms, "ms",
 					     "the sandbox did not %s within %d ms",
@@ -326,6 +348,8 @@ void box_cg_counters(enum box_cg_mode m, const char *id, struct box_cg_counters 
 	char p[512];
 
 	c->oom_kills = c->pids_max_hits = c->cpu_ns = -1;
+	if (!box_sbstate_valid_id(id))
+		return;
 	if (m == BOX_CG_V2) {
 		int64_t us;
 
@@ -411,7 +435,7 @@ int box_cg_destroy(enum box_cg_mode m, const char *id, int timeout_ms, struct bo
 	if (m == BOX_CG_V2) {
 		cg_path(p, sizeof(p), NULL, id, NULL);
 		if (rmdir(p) < 0 && errno != ENOENT)
-			return box_err_sys(err, "cannot remove %s", p);
+			return io_err(err, "cannot remove %s", p);
 		return 0;
 	}
 	for (i = 0; i < V1_N; i++) {

@@ -354,12 +354,15 @@ int box_ipc_recv_fds(int sock, int *fds, int n, int64_t deadline_ms, struct box_
 
 			memcpy(&fd, CMSG_DATA(cm) + sizeof(int) * (size_t)k, sizeof(int));
 			if (got < n)
-				fds[got++] = fd;
+				fds[got] = fd;
 			else
 				close(fd);
+			got++;
 		}
 	}
 	if (got != n || (m.msg_flags & MSG_CTRUNC)) {
+		if (got > n)
+			got = n;
 		for (k = 0; k < got; k++)
 			close(fds[k]);
 		return box_err_set(err, BOX_E_IO, "wrong descriptors came");

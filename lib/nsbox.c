@@ -50,6 +50,9 @@ static const char *const reserved[] = {
 	"/workspace", "/input", "/output", "/tmp", "/run/box",
 };
 
+/* Ancestors of what box mounts: a mount there would hide it. */
+static const char *const reserved_exact[] = { "/run", "/usr/local", "/usr/local/bin" };
+
 static const char *const sysdirs[] = { "bin", "sbin", "lib", "lib32", "lib64", "libx32" };
 
 static const char *const etc_masked_files[] = {
@@ -76,11 +79,17 @@ int box_nsbox_check_guest_path(const char *guest, struct box_err *err)
 
 	if (!guest || guest[0] != '/')
 		return box_err_set(err, BOX_E_INVALID, "mount target must be an absolute path");
-	if (box_confine_normalize(guest, norm, sizeof(norm), err) < 0)
+	if (box_confine_normalize(guest, norm, sizeof(norm), err) < 0) {
+		err->code = BOX_E_INVALID;
 		return -1;
+	}
 	if (strcmp(norm + 1, guest + 1) != 0 || norm[1] == 0 || strcmp(norm, ".") == 0)
 		return box_err_set(err, BOX_E_INVALID, "mount target '%.200s' is not a normal path",
 				   guest);
+	for (i = 0; i < sizeof(reserved_exact) / sizeof(reserved_exact[0]); i++)
+		if (strcmp(guest, reserved_exact[i]) == 0)
+			return box_err_set(err, BOX_E_INVALID,
+					   "mount target '%.200s' would hide what box mounts", guest);
 	for (i = 0; i < sizeof(reserved) / sizeof(reserved[0]); i++) {
 		n = strlen(reserved[i]);
 		if (strncmp(guest, reserved[i], n) == 0 && (guest[n] == 0 || guest[n] == '/'))
@@ -1145,8 +1154,22 @@ static void __attribute__((noreturn)) c1_main(int pidfd, const int *nsfds,
 	c2 = fork();
 	if (c2 < 0)
 		fail_stage(f->status[1], ST_FORK);
-	if (c2 > 0)
+	if (c2 > 0) {
+		/* C2's pid lives in the sandbox's pid namespace: orphaned, it would go to the
+		 * host's init, and the sandbox could not end until that one reaped it */
+		close(f->status[1]);
+		close(f->out[1]);
+		close(f->errp[1]);
+		if (f->in[0] >= 0)
+			close(f->in[0]);
+		if (f->in[1] >= 0)
+			close(f->in[1]);
+		if (f->ctl[1] >= 0)
+			close(f->ctl[1]);
+		while (waitpid(c2, NULL, 0) < 0 && errno == EINTR)
+			;
 		_exit(0);
+	}
 	supervisor_main(c, x, f, deadline, nocg);
 }
 

@@ -307,14 +307,17 @@ static int parse_mounts(const cJSON *arr, struct mounts *ms, struct box_err *err
 		struct stat st;
 
 		box_fmt(path, sizeof(path), "$.mount[%d]", idx++);
-		if (ms->n >= BOX_NSBOX_MOUNTS_MAX)
-			return box_err_set(err, BOX_E_INVALID, "too many mounts"), -1;
+		if (ms->n >= BOX_NSBOX_MOUNTS_MAX) {
+			mounts_release(ms);
+			return box_err_set(err, BOX_E_INVALID, "too many mounts");
+		}
 		s = strdup(e->valuestring);
 		if (!s)
 			return box_err_set(err, BOX_E_INTERNAL, "out of memory");
 		ms->buf[ms->n] = s;
 		g = strchr(s, ':');
 		if (!g || s[0] != '/') {
+			free(s);
 			mounts_release(ms);
 			box_err_set(err, BOX_E_INVALID, "mount '%.200s' is not HOST_PATH:GUEST_PATH[:ro] "
 				    "with absolute paths", e->valuestring);
@@ -326,6 +329,7 @@ static int parse_mounts(const cJSON *arr, struct mounts *ms, struct box_err *err
 		if (ro) {
 			*ro++ = 0;
 			if (strcmp(ro, "ro") != 0 && strcmp(ro, "rw") != 0) {
+				free(s);
 				mounts_release(ms);
 				box_err_set(err, BOX_E_INVALID, "mount option must be ro or rw");
 				box_err_path(err, path);
@@ -333,6 +337,7 @@ static int parse_mounts(const cJSON *arr, struct mounts *ms, struct box_err *err
 			}
 		}
 		if (box_nsbox_check_guest_path(g, err) < 0) {
+			free(s);
 			mounts_release(ms);
 			box_err_path(err, path);
 			return -1;
@@ -340,6 +345,7 @@ static int parse_mounts(const cJSON *arr, struct mounts *ms, struct box_err *err
 		if (stat(s, &st) < 0 || !(S_ISDIR(st.st_mode) || S_ISREG(st.st_mode))) {
 			box_err_sys(err, "mount source %.200s", s);
 			err->code = BOX_E_NOT_FOUND;
+			free(s);
 			mounts_release(ms);
 			box_err_path(err, path);
 			return -1;
@@ -1699,13 +1705,22 @@ out:
 
 /* ---- --describe --tools ---- */
 
+static const char tools_intro[] =
+	"\n\nTools: a command inside the sandbox calls a granted tool with "
+	"`box-tool NAME --FLAG VALUE...` (flags from the tool's input schema: kebab-case names, "
+	"--flag/--no-flag for booleans, one flag per array item) or `box-tool NAME --json '{...}'`; "
+	"`box-tool list` lists the tools and `box-tool NAME --help` their flags. box-tool prints "
+	"one JSON object, {\"ok\": true, \"result\": {...}}, or {\"ok\": false, \"error\": {...}} "
+	"with a non-zero exit status. The tools run outside the sandbox, each under its own "
+	"timeout. The tools:";
+
 static int describe_tools(const char *file, cJSON *o, struct box_buf *text, struct box_err *err)
 {
 	char abs[PATH_MAX];
 	struct box_toolset *set;
 	cJSON *list;
 	const cJSON *t;
-	int rc = 0;
+	int rc;
 
 	/* found and loaded exactly as create does, so that both fail alike */
 	if (!realpath(file, abs)) {
@@ -1727,23 +1742,17 @@ static int describe_tools(const char *file, cJSON *o, struct box_buf *text, stru
 	box_json_exact(list);
 	if (cJSON_GetArraySize(list) == 0)
 		return box_buf_puts(text, "\n\nTools: none is granted (box-tool list is empty).", err);
-	rc |= box_buf_puts(text, "\n\nTools: a command inside the sandbox calls a granted tool with "
-			   "`box-tool NAME --FLAG VALUE...` (flags from the tool's input schema: "
-			   "kebab-case names, --flag/--no-flag for booleans, one flag per array item) or "
-			   "`box-tool NAME --json '{...}'`; `box-tool list` lists the tools and "
-			   "`box-tool NAME --help` their flags. box-tool prints one JSON object, "
-			   "{\"ok\": true, \"result\": {...}}, or {\"ok\": false, \"error\": {...}} with a "
-			   "non-zero exit status. The tools run outside the sandbox, each under its own "
-			   "timeout. The tools:", err);
+	rc = box_buf_puts(text, tools_intro, err);
 	cJSON_ArrayForEach(t, list) {
-		char *schema = cJSON_PrintUnformatted(cJSON_GetObjectItemCaseSensitive(t,
-										       "input_schema"));
+		const cJSON *in = cJSON_GetObjectItemCaseSensitive(t, "input_schema");
+		char *schema = cJSON_PrintUnformatted(in);
+		int destructive = box_json_get_bool(t, "destructive", 0);
+		int approval = box_json_get_bool(t, "requires_approval", 0);
 
 		rc |= box_buf_printf(text, err, "\n- %s%s%s: %s\n  input schema: %s",
 				     box_json_get_str(t, "name", ""),
-				     box_json_get_bool(t, "destructive", 0) ? " (destructive)" : "",
-				     box_json_get_bool(t, "requires_approval", 0) ?
-				     " (requires approval)" : "",
+				     destructive ? " (destructive)" : "",
+				     approval ? " (requires approval)" : "",
 				     box_json_get_str(t, "description", ""), schema ? schema : "{}");
 		cJSON_free(schema);
 	}

@@ -35,4 +35,25 @@ struct box_sandbox_io {
  */
 cJSON *box_sandbox(const cJSON *req, const struct box_sandbox_io *io, struct box_err *err);
 
+/*
+ * The tool definition `box-sandbox --describe --tools FILE` prints: what a sandbox created
+ * with the same req (its members tools, mount, input and provider; the others are ignored)
+ * offers to the commands inside it. Members, in this order: "name", "description"
+ * (description, then how to call the tools with box-tool and each tool with its input
+ * schema, the files of /workspace, /input (with the names the inputs get there) and
+ * /output, the mounts, and that there is no network), "input_schema" and "output_schema"
+ * (request_schema and result_schema, JSON texts), "tools" (box_tools_describe(set, 0) with
+ * exact integers: what `box-tool list` prints inside such a sandbox), "mounts"
+ * ([{"path": GUEST_PATH, "mode": "ro"|"rw"}]), "input_files" (["/input/NAME", ...], a
+ * directory's with a trailing "/"), "allowed_hosts" ([]: no network).
+ * Nothing is created. Returns a new object, or NULL with err, the errors of create for the
+ * same members: not_found (no tools file, path "$.tools"; a missing mount source or input,
+ * "$.mount[i]" / "$.input[i]"), box_tools_load's errors for a bad tools file, invalid_request
+ * (a bad mount or input, with its path), conflict (two inputs with one name), unsupported
+ * (a provider other than local), internal.
+ */
+cJSON *box_sandbox_describe(const cJSON *req, const char *name, const char *description,
+			    const char *request_schema, const char *result_schema,
+			    struct box_err *err);
+
 #endif

@@ -65,5 +65,24 @@ int main(void)
 	is_int(box_buf_read_file(&b, AT_FDCWD, "/nonexistent/x", &e), -1, "missing file");
 	is_int(e.code, BOX_E_NOT_FOUND, "not_found");
 	box_buf_release(&b);
+
+	{
+		char out[8];
+
+		is_int(box_fmt(out, sizeof(out), "%s-%d", "ab", 5), 4, "box_fmt: length when it fits");
+		is_str(out, "ab-5", "... the text");
+		is_int(box_fmt(out, sizeof(out), "%s", "abcdefg"), 7, "exactly n-1 bytes fit");
+		is_str(out, "abcdefg", "... the text");
+		memset(out, 'x', sizeof(out));
+		is_int(box_fmt(out, sizeof(out), "%s", "abcdefgh"), -1, "one byte too long");
+		is_str(out, "abcdefg", "... cut and NUL-terminated");
+		is_int(box_fmt(out, sizeof(out), "%s%s", "abcdefgh", "ijk"), -1, "far too long");
+		is_str(out, "abcdefg", "... cut and NUL-terminated");
+		is_int(box_fmt(out, sizeof(out), "%s", ""), 0, "empty text");
+		is_str(out, "", "... empty");
+		memset(out, 'x', sizeof(out));
+		is_int(box_fmt(out, 0, "%s", ""), -1, "no room at all");
+		is_int(out[0], 'x', "... and nothing written");
+	}
 	return done_testing();
 }

@@ -1,7 +1,241 @@
+#include <dirent.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <poll.h>
+#include <stdlib.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include "ipc.h"
 #include "tap.h"
+
+static char tmp[64];
+
+/* The open descriptors of this process (the directory stream's own fd included, the same
+ * each time). */
+static int count_fds(void)
+{
+	DIR *d = opendir("/proc/self/fd");
+	struct dirent *de;
+	int n = 0;
+
+	if (!d)
+		return -1;
+	while ((de = readdir(d)))
+		if (de->d_name[0] != '.')
+			n++;
+	closedir(d);
+	return n;
+}
+
+static int cloexec(int fd)
+{
+	int f = fcntl(fd, F_GETFD);
+
+	return f >= 0 && (f & FD_CLOEXEC);
+}
+
+static int same_file(int a, int b)
+{
+	struct stat sa, sb;
+
+	return fstat(a, &sa) == 0 && fstat(b, &sb) == 0 && sa.st_ino == sb.st_ino &&
+	       sa.st_dev == sb.st_dev;
+}
+
+/* A connection to lfd is waiting to be accepted within ms. */
+static int acceptable(int lfd, int ms)
+{
+	struct pollfd p = { lfd, POLLIN, 0 };
+	int fd;
+
+	if (poll(&p, 1, ms) != 1)
+		return 0;
+	fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	close(fd);
+	return 1;
+}
+
+static void test_listen_connect(void)
+{
+	char path[PATH_MAX], file[PATH_MAX], lng[200];
+	struct box_err e;
+	struct stat st;
+	int lfd, lfd2, c;
+	size_t dl;
+
+	snprintf(path, sizeof(path), "%s/s", tmp);
+	box_err_init(&e);
+	lfd = box_ipc_listen(path, &e);
+	ok(lfd >= 0, "listen: %s", lfd >= 0 ? "ok" : e.message);
+	ok(lstat(path, &st) == 0 && S_ISSOCK(st.st_mode), "a socket at the path");
+	is_int(st.st_mode & 07777, 0600, "mode 0600");
+	ok(cloexec(lfd), "listening fd is close-on-exec");
+	c = box_ipc_connect(path, &e);
+	ok(c >= 0, "connect to it");
+	ok(c >= 0 && cloexec(c), "connected fd is close-on-exec");
+	ok(acceptable(lfd, 1000), "the connection arrives");
+	if (c >= 0)
+		close(c);
+
+	/* a second listen at the same path replaces the old socket */
+	lfd2 = box_ipc_listen(path, &e);
+	ok(lfd2 >= 0, "an old socket is replaced: %s", lfd2 >= 0 ? "ok" : e.message);
+	c = box_ipc_connect(path, &e);
+	ok(c >= 0 && acceptable(lfd2, 1000), "connections go to the new socket");
+	ok(!acceptable(lfd, 0), "and not to the old one");
+	if (c >= 0)
+		close(c);
+	close(lfd);
+	close(lfd2);
+
+	/* nobody listens on the socket file any more */
+	c = box_ipc_connect(path, &e);
+	is_int(c, -1, "connect with nobody listening");
+	is_int(e.code, BOX_E_IO, "... io_error");
+	if (c >= 0)
+		close(c);
+	snprintf(file, sizeof(file), "%s/none", tmp);
+	box_err_init(&e);
+	c = box_ipc_connect(file, &e);
+	is_int(c, -1, "connect to a missing path");
+	is_int(e.code, BOX_E_IO, "... io_error");
+	if (c >= 0)
+		close(c);
+
+	snprintf(file, sizeof(file), "%s/regular", tmp);
+	close(open(file, O_WRONLY | O_CREAT | O_CLOEXEC, 0644));
+	box_err_init(&e);
+	lfd = box_ipc_listen(file, &e);
+	is_int(lfd, -1, "a regular file at the path");
+	is_int(e.code, BOX_E_CONFLICT, "... conflict");
+	ok(lstat(file, &st) == 0 && S_ISREG(st.st_mode), "... and the file is left alone");
+	if (lfd >= 0)
+		close(lfd);
+	unlink(file);
+
+	/* sun_path holds 107 bytes and a NUL */
+	dl = strlen(tmp) + 1;
+	memset(lng, 'a', sizeof(lng));
+	snprintf(file, sizeof(file), "%s/%.*s", tmp, (int)(107 - dl), lng);
+	is_int(strlen(file), 107, "path of 107 bytes");
+	lfd = box_ipc_listen(file, &e);
+	ok(lfd >= 0, "... fits: %s", lfd >= 0 ? "ok" : e.message);
+	if (lfd >= 0)
+		close(lfd);
+	unlink(file);
+	snprintf(file, sizeof(file), "%s/%.*s", tmp, (int)(108 - dl), lng);
+	box_err_init(&e);
+	lfd = box_ipc_listen(file, &e);
+	is_int(lfd, -1, "path of 108 bytes is too long");
+	is_int(e.code, BOX_E_INVALID, "... invalid_request");
+	ok(access(file, F_OK) < 0, "... and nothing was created");
+	if (lfd >= 0)
+		close(lfd);
+	box_err_init(&e);
+	is_int(box_ipc_connect(file, &e), -1, "connect with too long a path");
+	is_int(e.code, BOX_E_INVALID, "... invalid_request");
+	unlink(path);
+}
+
+static void test_fds(void)
+{
+	char file[PATH_MAX];
+	struct box_err e;
+	int sv[2], pp[2], in[3], out[4] = { -1, -1, -1, -1 }, before, k, r;
+
+	snprintf(file, sizeof(file), "%s/f", tmp);
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0 ||
+	    pipe2(pp, O_CLOEXEC) < 0)
+		return;
+	in[0] = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	in[1] = open(file, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+	in[2] = pp[1];
+	/* descriptors that come without close-on-exec would leak into children */
+	fcntl(in[0], F_SETFD, 0);
+	fcntl(in[1], F_SETFD, 0);
+
+	box_err_init(&e);
+	is_int(box_ipc_send_fds(sv[0], in, 3, &e), 0, "send 3 descriptors");
+	r = box_ipc_recv_fds(sv[1], out, 3, box_now_ms() + 1000, &e);
+	is_int(r, 0, "receive 3 descriptors: %s", r == 0 ? "ok" : e.message);
+	if (r == 0) {
+		for (k = 0; k < 3; k++) {
+			ok(out[k] != in[k] && same_file(out[k], in[k]),
+			   "descriptor %d refers to the same file", k);
+			ok(cloexec(out[k]), "descriptor %d is close-on-exec", k);
+		}
+		ok(write(out[2], "z", 1) == 1 && read(pp[0], &(char){ 0 }, 1) == 1,
+		   "the received pipe end works");
+		for (k = 0; k < 3; k++)
+			close(out[k]);
+	}
+
+	before = count_fds();
+	is_int(box_ipc_send_fds(sv[0], in, 2, &e), 0, "send 2 descriptors");
+	box_err_init(&e);
+	is_int(box_ipc_recv_fds(sv[1], out, 3, box_now_ms() + 1000, &e), -1,
+	       "fewer descriptors than expected");
+	is_int(e.code, BOX_E_IO, "... io_error");
+	is_int(count_fds(), before, "... and none of them left open");
+
+	is_int(box_ipc_send_fds(sv[0], in, 3, &e), 0, "send 3 descriptors");
+	box_err_init(&e);
+	r = box_ipc_recv_fds(sv[1], out, 2, box_now_ms() + 1000, &e);
+	is_int(r, -1, "more descriptors than expected");
+	is_int(e.code, BOX_E_IO, "... io_error");
+	is_int(count_fds(), before, "... and none of them left open");
+	/* keep the counts below meaningful should the call wrongly succeed */
+	if (r == 0) {
+		close(out[0]);
+		close(out[1]);
+	}
+
+	ok(write(sv[0], "F", 1) == 1, "a byte without descriptors");
+	box_err_init(&e);
+	is_int(box_ipc_recv_fds(sv[1], out, 1, box_now_ms() + 1000, &e), -1, "... refused");
+	is_int(e.code, BOX_E_IO, "... io_error");
+	is_int(count_fds(), before, "... nothing left open");
+
+	box_err_init(&e);
+	is_int(box_ipc_recv_fds(sv[1], out, 1, box_now_ms() + 50, &e), -1,
+	       "nothing sent before the deadline");
+	is_int(e.code, BOX_E_TIMEOUT, "... timeout");
+	box_err_init(&e);
+	is_int(box_ipc_recv_fds(sv[1], out, 1, box_now_ms() - 1, &e), -1,
+	       "a deadline already past");
+	is_int(e.code, BOX_E_TIMEOUT, "... timeout");
+
+	box_err_init(&e);
+	is_int(box_ipc_send_fds(sv[0], in, 0, &e), -1, "send 0 descriptors");
+	is_int(e.code, BOX_E_INTERNAL, "... internal");
+	box_err_init(&e);
+	is_int(box_ipc_send_fds(sv[0], in, 9, &e), -1, "send 9 descriptors");
+	is_int(e.code, BOX_E_INTERNAL, "... internal");
+	box_err_init(&e);
+	is_int(box_ipc_recv_fds(sv[1], out, 0, box_now_ms() + 50, &e), -1, "receive 0");
+	is_int(e.code, BOX_E_INTERNAL, "... internal");
+	box_err_init(&e);
+	is_int(box_ipc_recv_fds(sv[1], out, 9, box_now_ms() + 50, &e), -1, "receive 9");
+	is_int(e.code, BOX_E_INTERNAL, "... internal");
+
+	close(sv[0]);
+	box_err_init(&e);
+	is_int(box_ipc_recv_fds(sv[1], out, 1, box_now_ms() + 1000, &e), -1,
+	       "the peer closed");
+	is_int(e.code, BOX_E_IO, "... io_error");
+	box_err_init(&e);
+	is_int(box_ipc_send_fds(sv[1], in, 1, &e), -1, "send to a closed peer");
+	is_int(e.code, BOX_E_IO, "... io_error");
+	is_int(count_fds(), before - 1, "no descriptor leaked in all of this");
+	close(sv[1]);
+	for (k = 0; k < 3; k++)
+		close(in[k]);
+	close(pp[0]);
+	unlink(file);
+}
 
 int main(void)
 {
@@ -68,5 +302,12 @@ int main(void)
 	is_int(box_ipc_recv(sv[1], &in, &op, &p, box_now_ms() + 1000, &e), 0, "clean end of stream");
 	close(sv[1]);
 	box_buf_release(&p);
+
+	snprintf(tmp, sizeof(tmp), "/tmp/t-ipc.XXXXXX");
+	if (!mkdtemp(tmp))
+		return 99;
+	test_listen_connect();
+	test_fds();
+	rmdir(tmp);
 	return done_testing();
 }

@@ -2,6 +2,143 @@
 #include "json.h"
 #include "tap.h"
 
+/* {"s": node} printed unformatted; free() the text. */
+static char *in_object(cJSON *node)
+{
+	cJSON *o = cJSON_CreateObject();
+	char *t;
+
+	cJSON_AddItemToObject(o, "s", node);
+	t = cJSON_PrintUnformatted(o);
+	cJSON_Delete(o);
+	return t;
+}
+
+static void test_string_n(void)
+{
+	static const char nul[] = "a\0b\"c\\d\x01\x1f\n\t\x7f\xc3\xa9\xe2\x82\xac/";
+	static const char plain[] = "q\"b\\s\x01\x1f\r\n\t\x7f \xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80/";
+	cJSON *n, *back;
+	struct box_err e;
+	char *t;
+
+	n = box_json_string_n(nul, sizeof(nul) - 1);
+	ok(n && cJSON_IsRaw(n), "string_n gives a raw node");
+	is_str(n ? n->valuestring : NULL,
+	       "\"a\\u0000b\\\"c\\\\d\\u0001\\u001f\\n\\t\\u007f\xc3\xa9\xe2\x82\xac/\"",
+	       "NUL, quote, backslash, control characters escaped; UTF-8 kept");
+	t = in_object(n);
+	is_str(t, "{\"s\":\"a\\u0000b\\\"c\\\\d\\u0001\\u001f\\n\\t\\u007f\xc3\xa9\xe2\x82\xac/\"}",
+	       "printed inside an object exactly");
+	back = t ? cJSON_Parse(t) : NULL;
+	ok(back != NULL, "cJSON parses the printed object");
+	/* cJSON ends its strings at the NUL: what comes back is the part before it */
+	is_str(cJSON_GetStringValue(cJSON_GetObjectItem(back, "s")), "a",
+	       "the bytes before the NUL come back");
+	cJSON_Delete(back);
+	box_err_init(&e);
+	back = t ? box_json_parse(t, strlen(t), &e) : NULL;
+	ok(back == NULL && e.code == BOX_E_INVALID, "box_json_parse refuses the \\u0000 it cannot keep");
+	cJSON_Delete(back);
+	cJSON_free(t);
+
+	n = box_json_string_n(plain, sizeof(plain) - 1);
+	t = in_object(n);
+	back = t ? cJSON_Parse(t) : NULL;
+	is_str(cJSON_GetStringValue(cJSON_GetObjectItem(back, "s")), plain,
+	       "without a NUL every byte round-trips through cJSON");
+	cJSON_Delete(back);
+	box_err_init(&e);
+	back = t ? box_json_parse(t, strlen(t), &e) : NULL;
+	is_str(cJSON_GetStringValue(cJSON_GetObjectItem(back, "s")), plain,
+	       "... and through box_json_parse");
+	cJSON_Delete(back);
+	cJSON_free(t);
+
+	n = box_json_string_n("", 0);
+	is_str(n ? n->valuestring : NULL, "\"\"", "empty string");
+	cJSON_Delete(n);
+	n = box_json_string_n("abcdef", 3);
+	is_str(n ? n->valuestring : NULL, "\"abc\"", "only n bytes are taken");
+	cJSON_Delete(n);
+	n = box_json_string_n("\0", 1);
+	is_str(n ? n->valuestring : NULL, "\"\\u0000\"", "a lone NUL");
+	cJSON_Delete(n);
+}
+
+static void test_int_value(void)
+{
+	struct box_err e;
+	cJSON *n, *a;
+
+	n = cJSON_CreateNumber(42);
+	is_int(box_json_int_value(n, -7), 42, "a number node");
+	cJSON_Delete(n);
+	n = cJSON_CreateNumber(-3);
+	is_int(box_json_int_value(n, -7), -3, "a negative number node");
+	cJSON_Delete(n);
+	n = cJSON_CreateNumber(1.5);
+	is_int(box_json_int_value(n, -7), -7, "1.5 gives def");
+	cJSON_Delete(n);
+	n = cJSON_CreateNumber(9007199254740994.0);
+	is_int(box_json_int_value(n, -7), -7, "a double past 2^53 gives def");
+	cJSON_Delete(n);
+	n = box_json_int64_new(INT64_MAX);
+	ok(box_json_int_value(n, -7) == INT64_MAX, "raw INT64_MAX");
+	cJSON_Delete(n);
+	n = box_json_int64_new(INT64_MIN);
+	ok(box_json_int_value(n, -7) == INT64_MIN, "raw INT64_MIN");
+	cJSON_Delete(n);
+	n = box_json_int64_new(0);
+	is_int(box_json_int_value(n, -7), 0, "raw 0");
+	cJSON_Delete(n);
+
+	n = box_json_parse("9007199254740993", 16, &e);
+	ok(box_json_int_value(n, -7) == INT64_C(9007199254740993), "parsed 2^53+1 exact");
+	box_json_exact(n);
+	ok(cJSON_IsRaw(n) && box_json_int_value(n, -7) == INT64_C(9007199254740993),
+	   "... and after box_json_exact");
+	cJSON_Delete(n);
+	n = box_json_parse("-9223372036854775808", 20, &e);
+	ok(box_json_int_value(n, -7) == INT64_MIN, "parsed INT64_MIN exact");
+	cJSON_Delete(n);
+	n = box_json_parse("9223372036854775808", 19, &e);
+	is_int(box_json_int_value(n, -7), -7, "parsed INT64_MAX+1 gives def");
+	cJSON_Delete(n);
+	n = box_json_parse("1.5", 3, &e);
+	is_int(box_json_int_value(n, -7), -7, "parsed 1.5 gives def");
+	cJSON_Delete(n);
+	n = box_json_parse("\"12\"", 4, &e);
+	is_int(box_json_int_value(n, -7), -7, "a string gives def");
+	cJSON_Delete(n);
+	n = cJSON_CreateString("12");
+	is_int(box_json_int_value(n, -7), -7, "a string node gives def");
+	cJSON_Delete(n);
+	a = cJSON_CreateArray();
+	is_int(box_json_int_value(a, -7), -7, "an array gives def");
+	cJSON_Delete(a);
+	n = cJSON_CreateTrue();
+	is_int(box_json_int_value(n, -7), -7, "true gives def");
+	cJSON_Delete(n);
+	is_int(box_json_int_value(NULL, -7), -7, "NULL gives def");
+
+	n = cJSON_CreateRaw("12abc");
+	is_int(box_json_int_value(n, -7), -7, "garbage raw gives def");
+	cJSON_Delete(n);
+	n = cJSON_CreateRaw("");
+	is_int(box_json_int_value(n, -7), -7, "empty raw gives def");
+	cJSON_Delete(n);
+	n = cJSON_CreateRaw("99999999999999999999");
+	is_int(box_json_int_value(n, -7), -7, "out-of-range raw gives def");
+	cJSON_Delete(n);
+	n = cJSON_CreateRaw("1.5");
+	is_int(box_json_int_value(n, -7), -7, "raw 1.5 gives def");
+	cJSON_Delete(n);
+	n = box_json_string_n("12", 2);
+	is_int(box_json_int_value(n, -7), -7, "a raw string literal gives def");
+	cJSON_Delete(n);
+}
+
 static const struct box_field fields[] = {
 	{ "name", BOX_F_STRING, 0, 5, 0, "", NULL },
 	{ "n", BOX_F_INT, 1, 10, 0, "", NULL },
@@ -88,5 +225,7 @@ int main(void)
 	is_str(s, "{\"x\":9223372036854775807}", "int64 member prints exactly");
 	cJSON_free(s);
 	cJSON_Delete(o);
+	test_string_n();
+	test_int_value();
 	return done_testing();
 }
