@@ -22,7 +22,7 @@ const char *__asan_default_options(void)
 static const char usage[] =
 	"usage: box-tool list\n"
 	"       box-tool NAME [--FLAG VALUE...]\n"
-	"       box-tool NAME --json '{...}'\n"
+	"       box-tool NAME --json JSON\n"
 	"       box-tool NAME --json-file PATH\n"
 	"       box-tool NAME --help\n"
 	"\n"

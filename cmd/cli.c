@@ -167,6 +167,8 @@ static int describe(const struct box_cli *cli, struct box_err *err)
 		cJSON_Delete(out);
 		return box_err_set(err, BOX_E_INTERNAL, "built-in schema does not parse");
 	}
+	box_json_exact(in);
+	box_json_exact(out);
 	cJSON_AddStringToObject(o, "name", cli->name);
 	cJSON_AddStringToObject(o, "description", cli->description);
 	cJSON_AddItemToObject(o, "input_schema", in);
