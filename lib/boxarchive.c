@@ -528,7 +528,7 @@ int box_archive_pack_ex(int dirfd, int outfd, unsigned int flags, struct box_arc
 
 	if (st)
 		memset(st, 0, sizeof(*st));
-	if (flags & ~BOX_ARCHIVE_SYMLINKS)
+	if (flags & ~(BOX_ARCHIVE_SYMLINKS | BOX_ARCHIVE_FAST))
 		return box_err_set(err, BOX_E_INVALID, "unknown archive flags %#x", flags);
 	if (walk_tree(&w, dirfd) < 0)
 		goto out;
@@ -545,7 +545,8 @@ int box_archive_pack_ex(int dirfd, int outfd, unsigned int flags, struct box_arc
 	    archive_write_add_filter_gzip(a) != ARCHIVE_OK ||
 	    archive_write_set_options(a, "gzip:!timestamp") != ARCHIVE_OK ||
 	    (non_ascii(&w) && archive_write_set_options(a, "pax:hdrcharset=BINARY") != ARCHIVE_OK) ||
-	    archive_write_set_options(a, "gzip:compression-level=6") != ARCHIVE_OK ||
+	    archive_write_set_options(a, (flags & BOX_ARCHIVE_FAST) ? "gzip:compression-level=1" :
+				      "gzip:compression-level=6") != ARCHIVE_OK ||
 	    archive_write_set_bytes_in_last_block(a, 1) != ARCHIVE_OK) {
 		pack_fail(a, NULL, err, "cannot set up the archive writer");
 		goto out;

@@ -28,6 +28,7 @@
  * the rule lib/sbcopy.c applies to the links it keeps.
  */
 #define BOX_ARCHIVE_SYMLINKS 0x1u
+#define BOX_ARCHIVE_FAST 0x2u        /* pack: gzip level 1 (snapshots), still reproducible */
 
 /* Caps on an extraction: max_bytes may be 0 (only empty files), the others must be positive. */
 struct box_archive_limits {

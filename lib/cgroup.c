@@ -313,7 +313,8 @@ int box_cg_freeze(enum box_cg_mode m, const char *id, int frozen, int timeout_ms
 		  struct box_err *err)
 {
 	char p[512];
-	int waited = 0, step = 0;
+	int64_t waited_us = 0;
+	long step_us = 25;
 
 	if (m == BOX_CG_NONE)
 		return box_err_set(err, BOX_E_UNSUPPORTED, "no writable freezer");
@@ -325,21 +326,25 @@ int box_cg_freeze(enum box_cg_mode m, const char *id, int frozen, int timeout_ms
 		cg_path(p, sizeof(p), "freezer", id, "freezer.state");
 	if (write_file(p, m == BOX_CG_V2 ? (frozen ? "1" : "0") : (frozen ? "FROZEN" : "THAWED")) < 0)
 		return io_err(err, "cannot write %s", p);
-	/* v1 reports FREEZING until every task stopped; v2 flips "frozen" in cgroup.events */
+	/* v1 reports FREEZING until every task stopped; v2 flips "frozen" in cgroup.events. It
+	 * usually takes well under a millisecond: look often at first. */
 	for (;;) {
 		int f = box_cg_frozen(m, id);
+		struct timespec ts;
 
 		if (f == frozen)
 			return 0;
 		if (f < 0)
 			return io_err(err, "cannot read the freezer state of %s", id);
-		if (waited >= timeout_ms)
+		if (waited_us >= (int64_t)timeout_ms * 1000)
 			return box_err_limit(err, BOX_E_TIMEOUT, "freeze_ms", timeout_ms, "ms",
 					     "the sandbox did not %s within %d ms",
 					     frozen ? "freeze" : "thaw", timeout_ms);
-		step = step < 8 ? step + 1 : 8;
-		sleep_ms(step);
-		waited += step;
+		step_us = step_us < 4000 ? step_us * 2 : 4000;
+		ts.tv_sec = 0;
+		ts.tv_nsec = step_us * 1000;
+		nanosleep(&ts, NULL);
+		waited_us += step_us;
 	}
 }
 

@@ -734,6 +734,14 @@ static int save(struct sb *s, struct box_err *err)
 	return box_sbstate_write(s->dir, &s->rec, err);
 }
 
+/* Runtime state (the holder, running/paused/lost): replaced atomically but not fsynced. A
+ * crash can lose it, and the next operation's observation of the provider corrects any drift
+ * (DESIGN.md's state machine); what must survive (the record's birth, init) uses save(). */
+static int save_runtime(struct sb *s, struct box_err *err)
+{
+	return box_sbstate_touch(s->dir, &s->rec, err);
+}
+
 /* The use stamp of an operation that changed nothing else (the keeper's idle clock). */
 static void touch(struct sb *s)
 {
@@ -842,7 +850,7 @@ static int ensure(struct sb *s, int may_create, struct box_err *err)
 		break;
 	case BOX_SB_ACT_REPLACE:
 		s->rec.state = BOX_SB_LOST;
-		if (save(s, err) < 0)
+		if (save_runtime(s, err) < 0)
 			return -1;
 		/* whatever is left of the old instance (its groups) goes first */
 		(void)simple_op(s, "delete", &(struct box_err){ 0 });
@@ -859,7 +867,7 @@ static int ensure(struct sb *s, int may_create, struct box_err *err)
 	}
 	if (s->rec.state != BOX_SB_RUNNING || plan.action != BOX_SB_ACT_NONE) {
 		s->rec.state = BOX_SB_RUNNING;
-		if (save(s, err) < 0)
+		if (save_runtime(s, err) < 0)
 			return -1;
 	}
 	if (plan.run_init && cJSON_GetArraySize(s->rec.init) > 0)
@@ -1041,6 +1049,8 @@ static int create_session(struct sb *s, struct box_err *err)
 		cJSON_AddStringToObject(config, "tools", abs);
 	}
 	cJSON_AddItemToObject(s->rec.provider_data, "config", config);
+	if (cJSON_GetArraySize(s->rec.init) == 0)
+		box_sbstate_now(s->rec.init_completed_at);
 	if (box_sbstate_create(s->dir, &s->rec, err) < 0)
 		return -1;
 	s->have_rec = 1;
@@ -1049,15 +1059,12 @@ static int create_session(struct sb *s, struct box_err *err)
 	if (start(s, err) < 0)
 		goto undo;
 	s->created = 1;
-	if (save(s, err) < 0)
+	if (save_runtime(s, err) < 0)
 		goto undo;
-	if (cJSON_GetArraySize(s->rec.init) > 0) {
-		if (run_init(s, err) < 0)
-			return -1;   /* the session stays; the next operation retries init */
-	} else {
-		box_sbstate_now(s->rec.init_completed_at);
-	}
-	return save(s, err);
+	if (cJSON_GetArraySize(s->rec.init) > 0)
+		return run_init(s, err);   /* on failure the session stays: the next operation
+					    * retries init */
+	return 0;
 undo:
 	{
 		struct box_err e2;
@@ -1356,7 +1363,7 @@ static cJSON *op_pause_resume(struct sb *s, int pause, struct box_err *err)
 		if (obs == BOX_SB_OBS_RUNNING && simple_op(s, "pause", err) < 0)
 			return NULL;
 		s->rec.state = BOX_SB_PAUSED;
-		if (box_sbstate_write(s->dir, &s->rec, err) < 0)
+		if (save_runtime(s, err) < 0)
 			return NULL;
 		return status_json(s, NULL);
 	}
@@ -1377,13 +1384,13 @@ static cJSON *op_status(struct sb *s, struct box_err *err)
 	/* drift: the record is corrected, the instance is left for the next operation */
 	if (obs == BOX_SB_OBS_ABSENT && s->rec.state != BOX_SB_LOST) {
 		s->rec.state = BOX_SB_LOST;
-		(void)box_sbstate_write(s->dir, &s->rec, err);
+		(void)save_runtime(s, err);
 	} else if (obs == BOX_SB_OBS_PAUSED && s->rec.state != BOX_SB_PAUSED) {
 		s->rec.state = BOX_SB_PAUSED;
-		(void)box_sbstate_write(s->dir, &s->rec, err);
+		(void)save_runtime(s, err);
 	} else if (obs == BOX_SB_OBS_RUNNING && s->rec.state != BOX_SB_RUNNING) {
 		s->rec.state = BOX_SB_RUNNING;
-		(void)box_sbstate_write(s->dir, &s->rec, err);
+		(void)save_runtime(s, err);
 	}
 	return status_json(s, seen);
 }
@@ -1554,11 +1561,14 @@ static int keeper_tick(const void *ctx)
 }
 
 /* The keeper's tool socket: the tools granted at create, loaded once, answered one
- * connection at a time. */
+ * connection at a time. Lua tools run in the box-run found in the keeper's environment,
+ * which is that of the create or resume that started it. */
 static void keeper_serve(int fd, const void *ctx)
 {
 	static struct box_toolset *set;
+	static char box_run[PATH_MAX];
 	static int tried;
+	static struct box_tool_call_opts o = { .max_timeout_ms = BOX_TOOL_MAX_TIMEOUT_MS };
 	const struct sb *s = ctx;
 
 	if (!tried) {
@@ -1568,14 +1578,16 @@ static void keeper_serve(int fd, const void *ctx)
 		box_err_init(&e);
 		tried = 1;
 		set = path ? box_tools_load(path, &e) : NULL;
+		if (box_tool_find_box_run(box_run, sizeof(box_run), &e) == 0)
+			o.box_run = box_run;
 	}
 	if (!set) {
 		struct box_toolset none = { NULL, 0 };
 
-		box_toolsrv_serve_one(fd, &none, BOX_TOOL_MAX_TIMEOUT_MS);
+		box_toolsrv_serve_one(fd, &none, &o);
 		return;
 	}
-	box_toolsrv_serve_one(fd, set, BOX_TOOL_MAX_TIMEOUT_MS);
+	box_toolsrv_serve_one(fd, set, &o);
 }
 
 static int known_op(const char *op)

@@ -334,7 +334,8 @@ int box_sbfiles_snapshot(int srcdirfd, int snapdirfd, char digest[BOX_SBFILES_DI
 	if (fd < 0)
 		return box_err_set(err, BOX_E_IO, "create a snapshot file: %d names taken",
 				   TMP_TRIES);
-	if (box_archive_pack_ex(srcdirfd, fd, BOX_ARCHIVE_SYMLINKS, &ast, err) < 0)
+	if (box_archive_pack_ex(srcdirfd, fd, BOX_ARCHIVE_SYMLINKS | BOX_ARCHIVE_FAST, &ast,
+				err) < 0)
 		goto fail;
 	if (ast.bytes > BOX_ARCHIVE_MAX_BYTES) {
 		box_err_limit(err, BOX_E_LIMIT, "bytes", BOX_ARCHIVE_MAX_BYTES, "bytes",
