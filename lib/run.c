@@ -413,136 +413,6 @@ static int tool_timeout(const struct box_tool *t)
 	return t->timeout_ms > 0 ? t->timeout_ms : BOX_TOOL_DEFAULT_TIMEOUT_MS;
 }
 
-/* What a Lua tool's box-run printed, made into the tool's answer. */
-static cJSON *lua_tool_answer(const struct box_tool *t, const struct box_proc_result *pr,
-			      int timeout_ms, struct box_err *err)
-{
-	struct box_err e;
-	cJSON *res = NULL, *out, *eo;
-
-	if (pr->timed_out)
-		return box_err_limit(err, BOX_E_TIMEOUT, "timeout_ms", timeout_ms, "ms",
-				     "tool %s timed out after %d ms", t->name, timeout_ms), NULL;
-	if (pr->stdout_overflow)
-		return box_err_limit(err, BOX_E_LIMIT, "tool_output_bytes",
-				     (int64_t)BOX_TOOL_OUTPUT_MAX, "bytes",
-				     "tool %s printed more than %zu bytes", t->name,
-				     BOX_TOOL_OUTPUT_MAX), NULL;
-	box_err_init(&e);
-	res = box_json_parse(pr->out.data ? pr->out.data : "", pr->out.len, &e);
-	if (!cJSON_IsObject(res)) {
-		cJSON_Delete(res);
-		if (pr->exited)
-			box_err_set(err, BOX_E_GUEST, "tool %s exited with status %d: %s", t->name,
-				    pr->exit_code, pr->err_tail);
-		else
-			box_err_set(err, BOX_E_GUEST, "tool %s was killed by signal %d: %s",
-				    t->name, pr->signal, pr->err_tail);
-		return NULL;
-	}
-	if (!cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(res, "ok"))) {
-		eo = cJSON_GetObjectItemCaseSensitive(res, "error");
-		if (!eo || box_err_from_json(&e, eo) < 0)
-			box_err_set(&e, BOX_E_INTERNAL, "no error object");
-		cJSON_Delete(res);
-		if (e.code == BOX_E_TIMEOUT && strcmp(e.limit, "wall") == 0)
-			return box_err_limit(err, BOX_E_TIMEOUT, "timeout_ms", timeout_ms, "ms",
-					     "tool %s timed out after %d ms", t->name,
-					     timeout_ms), NULL;
-		box_err_set(err, BOX_E_GUEST, "tool %s failed: %s: %s", t->name,
-			    box_err_code_name(e.code), e.message);
-		return NULL;
-	}
-	out = cJSON_DetachItemFromObjectCaseSensitive(res, "result");
-	cJSON_Delete(res);
-	if (!cJSON_IsObject(out)) {
-		box_err_set(err, BOX_E_GUEST, "tool %s returned %s, not an object", t->name,
-			    out ? box_schema_type_of(out) : "nothing");
-		cJSON_Delete(out);
-		return NULL;
-	}
-	return out;
-}
-
-/*
- * A Lua tool runs in a box-run of its own (this very executable), without fs, http or tools,
- * under the memory limit of the calling script: its script gets the input as the global
- * `input` and as its first argument, and what it returns is the tool's answer.
- */
-static cJSON *lua_tool_call(struct run *r, const struct box_tool *t, const cJSON *input,
-			    int timeout_ms, struct box_err *err)
-{
-	static const char prefix[] = "input = ...; ";
-	static const char *const extra[] = { BOX_TOOL_DEPTH_ENV "=1", NULL };
-	struct box_buf src = BOX_BUF_INIT(16 * MiB - sizeof(prefix));
-	struct box_proc_env env = { .n = 0 };
-	struct box_proc_result pr = { .out = BOX_BUF_INIT(0) };
-	struct box_proc_opts po = { 0 };
-	char tmo[32];
-	const char *argv[] = { "/proc/self/exe", "--json", "--max-timeout-ms", tmo, NULL };
-	cJSON *req = NULL, *args, *res = NULL;
-	char *line = NULL, *script = NULL;
-
-	if (box_schema_validate(t->input_schema, input, err) < 0)
-		return NULL;
-	if (box_buf_read_file(&src, AT_FDCWD, t->lua_entry, err) < 0)
-		goto out;
-	script = malloc(sizeof(prefix) + src.len);
-	req = cJSON_CreateObject();
-	args = cJSON_AddArrayToObject(req, "args");
-	if (!script || !args) {
-		box_err_set(err, BOX_E_INTERNAL, "out of memory");
-		goto out;
-	}
-	/* on the script's first line, so that its line numbers stay as written */
-	memcpy(script, prefix, sizeof(prefix) - 1);
-	memcpy(script + sizeof(prefix) - 1, src.data ? src.data : "", src.len);
-	script[sizeof(prefix) - 1 + src.len] = 0;
-	cJSON_AddItemToArray(args, cJSON_Duplicate(input, 1));
-	box_json_exact(args);
-	if (!cJSON_AddStringToObject(req, "script", script) ||
-	    !box_json_add_int64(req, "timeout_ms", timeout_ms) ||
-	    !box_json_add_int64(req, "memory_bytes", r->memory_bytes) ||
-	    !box_json_add_int64(req, "max_output_bytes", 0) ||
-	    !box_json_add_int64(req, "max_result_bytes", (int64_t)BOX_TOOL_OUTPUT_MAX) ||
-	    (r->max_instructions > 0 &&
-	     !box_json_add_int64(req, "max_instructions", r->max_instructions)) ||
-	    !(line = box_json_line(req, &po.inlen))) {
-		box_err_set(err, BOX_E_INTERNAL, "out of memory");
-		goto out;
-	}
-	if (box_proc_env_build(&env, extra, "tool", err) < 0)
-		goto out;
-	snprintf(tmo, sizeof(tmo), "%d", timeout_ms);
-	po.argv = argv;
-	po.envp = env.v;
-	po.cwd = t->dir;
-	po.in = line;
-	/* the child keeps its own deadline and reports it; this one is the backstop */
-	po.timeout_ms = timeout_ms + 2000;
-	po.max_stdout = BOX_TOOL_OUTPUT_MAX + 64 * 1024;
-	if (box_proc_run(&po, &pr, err) < 0)
-		goto out;
-	res = lua_tool_answer(t, &pr, timeout_ms, err);
-	if (res && t->output_schema && box_schema_validate(t->output_schema, res, err) < 0) {
-		struct box_err v = *err;
-
-		box_err_set(err, BOX_E_GUEST, "tool %s returned invalid output: %.400s", t->name,
-			    v.message);
-		box_err_path(err, v.path);
-		cJSON_Delete(res);
-		res = NULL;
-	}
-out:
-	box_proc_result_release(&pr);
-	box_proc_env_release(&env);
-	box_buf_release(&src);
-	cJSON_Delete(req);
-	free(script);
-	free(line);
-	return res;
-}
-
 /* One line of the trace, when the request asks for events. */
 static void trace_tool(struct run *r, const char *name, int64_t start, const struct box_err *e)
 {
@@ -609,7 +479,10 @@ static int tool_host_call(struct run *r, const struct box_ipc_field *f, int n, s
 	if (!input) {
 		e.code = BOX_E_INVALID;
 	} else if (t->lua_entry) {
-		out = lua_tool_call(r, t, input, timeout, &e);
+		/* in a box-run of its own (this very executable), under the memory limit and
+		 * the instruction budget of the calling script */
+		out = box_tool_call_lua(t, input, "/proc/self/exe", timeout, r->memory_bytes,
+					r->max_instructions, &e);
 	} else {
 		struct box_tool_call_opts o = { .max_timeout_ms = timeout };
 

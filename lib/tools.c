@@ -598,33 +598,65 @@ int box_tools_nested(void)
 	return d && d[0] && strcmp(d, "0") != 0;
 }
 
-/* A bare command name looked up in the PATH the tool will see, as execvp would. */
-static int find_in_path(const char *name, const struct box_proc_env *env, char *out, size_t n,
-			struct box_err *err)
+static int is_program(const char *path)
 {
-	const char *path = BOX_PROC_DEFAULT_PATH, *p;
+	struct stat st;
+
+	return stat(path, &st) == 0 && S_ISREG(st.st_mode) && access(path, X_OK) == 0;
+}
+
+/* name in the absolute directories of path (a PATH value), as execvp would; 0 or -1. */
+static int search_path(const char *path, const char *name, char *out, size_t n)
+{
+	const char *p;
 	size_t i;
 	int k;
 
-	for (i = 0; i < env->n; i++)
-		if (strncmp(env->v[i], "PATH=", 5) == 0)
-			path = env->v[i] + 5;
 	for (p = path, i = 0; *p && i < 256; i++) {
 		const char *end = strchr(p, ':');
 		size_t len = end ? (size_t)(end - p) : strlen(p);
-		struct stat st;
 
 		if (len > 0 && p[0] == '/') {
 			k = snprintf(out, n, "%.*s/%s", (int)len, p, name);
-			if (k > 0 && (size_t)k < n && stat(out, &st) == 0 && S_ISREG(st.st_mode) &&
-			    access(out, X_OK) == 0)
+			if (k > 0 && (size_t)k < n && is_program(out))
 				return 0;
 		}
 		if (!end)
 			break;
 		p = end + 1;
 	}
+	return -1;
+}
+
+/* A bare command name looked up in the PATH the tool will see. */
+static int find_in_path(const char *name, const struct box_proc_env *env, char *out, size_t n,
+			struct box_err *err)
+{
+	const char *path = BOX_PROC_DEFAULT_PATH;
+	size_t i;
+
+	for (i = 0; i < env->n; i++)
+		if (strncmp(env->v[i], "PATH=", 5) == 0)
+			path = env->v[i] + 5;
+	if (search_path(path, name, out, n) == 0)
+		return 0;
 	return box_err_set(err, BOX_E_NOT_FOUND, "command %s not found in PATH", name);
+}
+
+int box_tool_find_box_run(char *out, size_t n, struct box_err *err)
+{
+	const char *path = getenv("PATH");
+	int k;
+
+	if (path && search_path(path, "box-run", out, n) == 0)
+		return 0;
+	k = snprintf(out, n, "%s/box-run", BOX_BINDIR);
+	if (k > 0 && (size_t)k < n && is_program(out))
+		return 0;
+	if (n)
+		out[0] = 0;
+	return box_err_set(err, BOX_E_NOT_FOUND, "box-run is neither in PATH nor in %s",
+			   BOX_BINDIR);
 }
 
 /* The tool's own {"ok": false, "error": ...}: its words, but always a guest_error, since a
@@ -703,8 +735,15 @@ cJSON *box_tool_call(const struct box_tool *t, const cJSON *input,
 	if (!o)
 		o = &none;
 	if (!t->argv) {
-		box_err_set(err, BOX_E_UNSUPPORTED, "tool %s is a Lua tool: only box-run runs it",
-			    t->name);
+		int tmo = t->timeout_ms > 0 ? t->timeout_ms : BOX_TOOL_DEFAULT_TIMEOUT_MS;
+
+		if (o->max_timeout_ms > 0 && tmo > o->max_timeout_ms)
+			tmo = o->max_timeout_ms;
+		if (o->box_run)
+			return box_tool_call_lua(t, input, o->box_run, tmo, o->lua_memory_bytes, 0,
+						 err);
+		box_err_set(err, BOX_E_UNSUPPORTED,
+			    "tool %s is a Lua tool and no box-run is given to run it", t->name);
 		return NULL;
 	}
 	if (box_schema_validate(t->input_schema, input, err) < 0)
@@ -754,5 +793,140 @@ out:
 	free(line);
 	box_proc_result_release(&r);
 	box_proc_env_release(&env);
+	return res;
+}
+
+/* What a Lua tool's box-run printed, made into the tool's answer. */
+static cJSON *lua_answer(const struct box_tool *t, const struct box_proc_result *pr,
+			 int timeout_ms, struct box_err *err)
+{
+	struct box_err e;
+	cJSON *res = NULL, *out, *eo;
+
+	if (pr->timed_out)
+		return box_err_limit(err, BOX_E_TIMEOUT, "timeout_ms", timeout_ms, "ms",
+				     "tool %s timed out after %d ms", t->name, timeout_ms), NULL;
+	if (pr->stdout_overflow)
+		return box_err_limit(err, BOX_E_LIMIT, "tool_output_bytes",
+				     (int64_t)BOX_TOOL_OUTPUT_MAX, "bytes",
+				     "tool %s printed more than %zu bytes", t->name,
+				     BOX_TOOL_OUTPUT_MAX), NULL;
+	box_err_init(&e);
+	res = box_json_parse(pr->out.data ? pr->out.data : "", pr->out.len, &e);
+	if (!cJSON_IsObject(res)) {
+		cJSON_Delete(res);
+		if (pr->exited)
+			box_err_set(err, BOX_E_GUEST, "tool %s exited with status %d: %s", t->name,
+				    pr->exit_code, pr->err_tail);
+		else
+			box_err_set(err, BOX_E_GUEST, "tool %s was killed by signal %d: %s",
+				    t->name, pr->signal, pr->err_tail);
+		return NULL;
+	}
+	if (!cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(res, "ok"))) {
+		eo = cJSON_GetObjectItemCaseSensitive(res, "error");
+		if (!eo || box_err_from_json(&e, eo) < 0)
+			box_err_set(&e, BOX_E_INTERNAL, "no error object");
+		cJSON_Delete(res);
+		if (e.code == BOX_E_TIMEOUT && strcmp(e.limit, "wall") == 0)
+			return box_err_limit(err, BOX_E_TIMEOUT, "timeout_ms", timeout_ms, "ms",
+					     "tool %s timed out after %d ms", t->name,
+					     timeout_ms), NULL;
+		box_err_set(err, BOX_E_GUEST, "tool %s failed: %s: %s", t->name,
+			    box_err_code_name(e.code), e.message);
+		return NULL;
+	}
+	out = cJSON_DetachItemFromObjectCaseSensitive(res, "result");
+	cJSON_Delete(res);
+	if (!cJSON_IsObject(out)) {
+		box_err_set(err, BOX_E_GUEST, "tool %s returned %s, not an object", t->name,
+			    out ? box_schema_type_of(out) : "nothing");
+		cJSON_Delete(out);
+		return NULL;
+	}
+	return out;
+}
+
+cJSON *box_tool_call_lua(const struct box_tool *t, const cJSON *input, const char *box_run,
+			 int timeout_ms, int64_t memory_bytes, int64_t max_instructions,
+			 struct box_err *err)
+{
+	static const char prefix[] = "input = ...; ";
+	static const char *const extra[] = { BOX_TOOL_DEPTH_ENV "=1", NULL };
+	struct box_buf src = BOX_BUF_INIT(((size_t)16 << 20) - sizeof(prefix));
+	struct box_proc_env env = { .n = 0 };
+	struct box_proc_result pr = { .out = BOX_BUF_INIT(0) };
+	struct box_proc_opts po = { 0 };
+	char tmo[32];
+	const char *argv[] = { box_run, "--json", "--max-timeout-ms", tmo, NULL };
+	cJSON *req = NULL, *args, *res = NULL;
+	char *line = NULL, *script = NULL;
+
+	if (!t->lua_entry || !box_run) {
+		box_err_set(err, BOX_E_UNSUPPORTED, "tool %s: %s", t->name,
+			    !t->lua_entry ? "not a Lua tool" : "no box-run is given to run it");
+		return NULL;
+	}
+	if (timeout_ms <= 0)
+		timeout_ms = t->timeout_ms > 0 ? t->timeout_ms : BOX_TOOL_DEFAULT_TIMEOUT_MS;
+	if (memory_bytes <= 0)
+		memory_bytes = BOX_TOOL_LUA_MEMORY_DEFAULT;
+	if (box_schema_validate(t->input_schema, input, err) < 0)
+		return NULL;
+	if (box_buf_read_file(&src, AT_FDCWD, t->lua_entry, err) < 0)
+		goto out;
+	script = malloc(sizeof(prefix) + src.len);
+	req = cJSON_CreateObject();
+	args = cJSON_AddArrayToObject(req, "args");
+	if (!script || !args) {
+		box_err_set(err, BOX_E_INTERNAL, "out of memory");
+		goto out;
+	}
+	/* on the script's first line, so that its line numbers stay as written */
+	memcpy(script, prefix, sizeof(prefix) - 1);
+	memcpy(script + sizeof(prefix) - 1, src.data ? src.data : "", src.len);
+	script[sizeof(prefix) - 1 + src.len] = 0;
+	cJSON_AddItemToArray(args, cJSON_Duplicate(input, 1));
+	box_json_exact(args);
+	if (!cJSON_AddStringToObject(req, "script", script) ||
+	    !box_json_add_int64(req, "timeout_ms", timeout_ms) ||
+	    !box_json_add_int64(req, "memory_bytes", memory_bytes) ||
+	    !box_json_add_int64(req, "max_output_bytes", 0) ||
+	    !box_json_add_int64(req, "max_result_bytes", (int64_t)BOX_TOOL_OUTPUT_MAX) ||
+	    (max_instructions > 0 &&
+	     !box_json_add_int64(req, "max_instructions", max_instructions)) ||
+	    !(line = box_json_line(req, &po.inlen))) {
+		box_err_set(err, BOX_E_INTERNAL, "out of memory");
+		goto out;
+	}
+	if (box_proc_env_build(&env, extra, "tool", err) < 0)
+		goto out;
+	snprintf(tmo, sizeof(tmo), "%d", timeout_ms);
+	po.argv = argv;
+	po.envp = env.v;
+	po.cwd = t->dir;
+	po.in = line;
+	/* the child keeps its own deadline and reports it; this one is the backstop */
+	po.timeout_ms = timeout_ms > INT_MAX - 2000 ? INT_MAX : timeout_ms + 2000;
+	po.max_stdout = BOX_TOOL_OUTPUT_MAX + 64 * 1024;
+	if (box_proc_run(&po, &pr, err) < 0)
+		goto out;
+	res = lua_answer(t, &pr, timeout_ms, err);
+	if (res && t->output_schema && box_schema_validate(t->output_schema, res, err) < 0) {
+		struct box_err v = *err;
+
+		box_err_set(err, BOX_E_GUEST, "tool %s returned invalid output: %.400s", t->name,
+			    v.message);
+		box_err_path(err, v.path);
+		cJSON_Delete(res);
+		res = NULL;
+	}
+out:
+	box_proc_result_release(&pr);
+	box_proc_env_release(&env);
+	box_buf_release(&src);
+	cJSON_Delete(req);
+	free(script);
+	free(line);
 	return res;
 }

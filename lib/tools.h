@@ -4,6 +4,7 @@
 #define BOX_TOOLS_H
 
 #include <stddef.h>
+#include <stdint.h>
 #include <cjson/cJSON.h>
 #include "err.h"
 
@@ -17,6 +18,7 @@
 #define BOX_TOOL_DEFAULT_TIMEOUT_MS 30000
 #define BOX_TOOL_MAX_TIMEOUT_MS 3600000
 #define BOX_TOOL_DEPTH_ENV "BOX_TOOL_DEPTH"    /* set to 1 in every tool's environment */
+#define BOX_TOOL_LUA_MEMORY_DEFAULT ((int64_t)64 << 20)   /* a Lua tool's VM, in bytes */
 
 /*
  * One tool, read-only once loaded (owned by its set).
@@ -110,6 +112,8 @@ struct box_tool_call_opts {
 	size_t max_output;        /* cap on stdout in bytes; 0: BOX_TOOL_OUTPUT_MAX */
 	const char *const *env;   /* NULL or extra "NAME=VALUE" / "NAME" (the host's value) */
 	const char *cwd;          /* NULL: the tool's dir */
+	const char *box_run;      /* box-run executable that runs Lua tools; NULL: unsupported */
+	int64_t lua_memory_bytes; /* a Lua tool's memory limit; <= 0: BOX_TOOL_LUA_MEMORY_DEFAULT */
 };
 
 /*
@@ -124,7 +128,9 @@ struct box_tool_call_opts {
  * box_json_parse), or NULL with err:
  *   invalid_request: input invalid, err->path "$.items[2]" and the message
  *     "at $.items[2]: expected integer, got string" (box_schema_validate);
- *   unsupported: a Lua tool (box-run runs those itself);
+ *   unsupported: a Lua tool when o->box_run is NULL. With o->box_run, a Lua tool is run by
+ *     box_tool_call_lua (its timeout capped likewise, o->lua_memory_bytes, no instruction
+ *     budget; o->env and o->cwd do not apply) and fails as that says;
  *   not_found: a bare command not in PATH, or the command could not be found when run;
  *   policy_denied: o->env names a credential-shaped variable;
  *   timeout ("limit": "timeout_ms"): the tool's process group was killed;
@@ -138,5 +144,40 @@ struct box_tool_call_opts {
  */
 cJSON *box_tool_call(const struct box_tool *t, const cJSON *input,
 		     const struct box_tool_call_opts *o, struct box_err *err);
+
+/*
+ * Calls a Lua tool (t->lua_entry): input is validated against its input_schema, then the
+ * script runs in a box-run of its own, box_run (an executable path; box-run itself passes
+ * "/proc/self/exe"), started with --json in t->dir with an environment of PATH, HOME, LANG
+ * and BOX_TOOL_DEPTH=1 (so it cannot open code mode again) and without fs, http or tools.
+ * The script sees the input as the global `input` and as its first argument (`...`); what it
+ * returns is the answer, an object, valid against the output schema when the tool has one.
+ * Limits: timeout_ms (<= 0: the tool's own, or BOX_TOOL_DEFAULT_TIMEOUT_MS), memory_bytes
+ * (<= 0: BOX_TOOL_LUA_MEMORY_DEFAULT), max_instructions (<= 0: not counted); the answer is
+ * capped at BOX_TOOL_OUTPUT_MAX bytes of JSON, print output is dropped.
+ *
+ * Returns the answer (cJSON_Delete it; exact integers, see box_json_parse), or NULL with err:
+ *   invalid_request: input invalid, with err->path (box_schema_validate);
+ *   unsupported: t is not a Lua tool, or box_run is NULL;
+ *   not_found / io_error: the script cannot be read, box_run cannot be run;
+ *   timeout ("limit": "timeout_ms", configured timeout_ms): the script ran too long;
+ *   limit_exceeded ("limit": "tool_output_bytes"): box-run printed too much;
+ *   guest_error: the script raised or passed a limit of its own ("tool X failed: CODE:
+ *     MESSAGE"), returned something else than an object ("tool X returned string, not an
+ *     object"), an answer its output_schema refuses ("tool X returned invalid output: at
+ *     PATH: WHAT", err->path PATH), or box-run died ("tool X exited with status N: ...");
+ *   internal.
+ */
+cJSON *box_tool_call_lua(const struct box_tool *t, const cJSON *input, const char *box_run,
+			 int timeout_ms, int64_t memory_bytes, int64_t max_instructions,
+			 struct box_err *err);
+
+/*
+ * Finds the box-run that runs Lua tools for a host without one at hand (the sandbox's tool
+ * socket): "box-run" in the absolute directories of $PATH, else BOX_BINDIR "/box-run"
+ * (the configured bindir); the first regular executable file wins. Writes its path to out
+ * (n bytes) and returns 0, or returns -1 with not_found.
+ */
+int box_tool_find_box_run(char *out, size_t n, struct box_err *err);
 
 #endif

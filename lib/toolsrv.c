@@ -91,14 +91,13 @@ static int write_line(int fd, cJSON *obj, int64_t deadline)
 	return off == len ? 0 : -1;
 }
 
-static cJSON *answer(const cJSON *req, const struct box_toolset *set, int max_timeout_ms,
-		     struct box_err *err)
+static cJSON *answer(const cJSON *req, const struct box_toolset *set,
+		     const struct box_tool_call_opts *o, struct box_err *err)
 {
 	const char *op = box_json_get_str(req, "op", "");
 	const struct box_tool *t;
 	const char *name;
 	cJSON *out, *res;
-	struct box_tool_call_opts o = { max_timeout_ms, 0, NULL, NULL };
 
 	if (strcmp(op, "list") == 0) {
 		out = cJSON_CreateObject();
@@ -116,7 +115,11 @@ static cJSON *answer(const cJSON *req, const struct box_toolset *set, int max_ti
 	if (!cJSON_IsObject(cJSON_GetObjectItemCaseSensitive(req, "input")))
 		return box_err_set(err, BOX_E_INVALID, "the input must be an object"),
 		       box_err_path(err, "$"), NULL;
-	res = box_tool_call(t, cJSON_GetObjectItemCaseSensitive(req, "input"), &o, err);
+	if (t->lua_entry && !o->box_run)
+		return box_err_set(err, BOX_E_UNSUPPORTED, "tool %s is a Lua tool and the host "
+				   "found no box-run to run it (neither in PATH nor in %s)",
+				   t->name, BOX_BINDIR), NULL;
+	res = box_tool_call(t, cJSON_GetObjectItemCaseSensitive(req, "input"), o, err);
 	if (!res)
 		return NULL;
 	out = cJSON_CreateObject();
@@ -125,8 +128,10 @@ static cJSON *answer(const cJSON *req, const struct box_toolset *set, int max_ti
 	return out;
 }
 
-void box_toolsrv_serve_one(int lfd, const struct box_toolset *set, int max_timeout_ms)
+void box_toolsrv_serve_one(int lfd, const struct box_toolset *set,
+			   const struct box_tool_call_opts *o)
 {
+	static const struct box_tool_call_opts none;
 	int fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
 	int64_t deadline = now_ms() + BOX_TOOLSRV_IO_MS;
 	struct box_buf b;
@@ -147,7 +152,7 @@ void box_toolsrv_serve_one(int lfd, const struct box_toolset *set, int max_timeo
 	}
 	box_buf_release(&b);
 	if (req)
-		out = answer(req, set, max_timeout_ms, &err);
+		out = answer(req, set, o ? o : &none, &err);
 	if (!out)
 		out = box_err_result(&err);
 	if (out)

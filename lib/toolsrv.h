@@ -22,11 +22,14 @@ int box_toolsrv_listen(const char *path, struct box_err *err);
  *   {"op":"call","tool":NAME,"input":{...}}     -> {"ok":true,"result":{...}} or
  *                                                  {"ok":false,"error":{...}}
  * A tool not in set is policy_denied ("tool X is not granted to this sandbox"); the input is
- * validated and the tool run by box_tool_call under its own timeout, capped by max_timeout_ms.
- * The name is only ever looked up: nothing in the input can choose what runs. Never fails
- * the caller: errors go to the client.
+ * validated and the tool run by box_tool_call with o (NULL: defaults): under its own timeout,
+ * capped by o->max_timeout_ms; a Lua tool by o->box_run (see box_tool_find_box_run), and
+ * without one it is unsupported ("tool X is a Lua tool and the host found no box-run to run
+ * it ..."). The name is only ever looked up: nothing in the input can choose what runs.
+ * Never fails the caller: errors go to the client.
  */
-void box_toolsrv_serve_one(int lfd, const struct box_toolset *set, int max_timeout_ms);
+void box_toolsrv_serve_one(int lfd, const struct box_toolset *set,
+			   const struct box_tool_call_opts *o);
 
 /* The client side: sends req (its integer literals printed exactly, see box_json_exact) to
  * the socket at path, returns the reply object, or NULL with err (io_error when the socket

@@ -130,9 +130,42 @@ publish() {
 	jqe '.exit_code == 2 and (.stdout | fromjson | .error.code == "invalid_request")'
 	run -1 --separate-stderr box-sandbox exec et -- box-tool shout
 	jqe '.exit_code == 2 and (.stdout | fromjson | .error.message | test("--text"))'
-	# a Lua tool is box-run's to run: box-tool names it, the host refuses to run it
-	run -1 --separate-stderr box-sandbox exec et -- box-tool greet --who ada
-	jqe '.exit_code == 8 and (.stdout | fromjson | .error.code == "unsupported")'
+	# a Lua tool: the host runs it in a box-run (the build's, first on PATH), flags or --json
+	run -0 --separate-stderr box-sandbox exec et -- box-tool greet --who ada
+	jqe '.exit_code == 0 and (.stdout | fromjson | .ok == true and
+		.result.greeting == "hello ada")'
+	run -0 --separate-stderr box-sandbox exec et -- box-tool greet --json '{"who": "bob"}'
+	jqe '.exit_code == 0 and (.stdout | fromjson | .result == {"greeting": "hello bob"})'
+	# its input schema is enforced by the host before box-run starts
+	run -1 --separate-stderr box-sandbox exec et -- box-tool greet --json '{"who": 7}'
+	jqe '.exit_code == 2 and (.stdout | fromjson | .error.code == "invalid_request" and
+		.error.path == "$.who")'
+	run -1 --separate-stderr box-sandbox exec et -- box-tool greet --json '{}'
+	jqe '.exit_code == 2 and (.stdout | fromjson | .error.code == "invalid_request")'
+}
+
+@test "a Lua tool in a sandbox whose host has no box-run is unsupported, and says so" {
+	[ "$(id -u)" = 0 ] || [ -r /proc/self/ns/user ] || skip "no user namespaces"
+	local prefix exec_prefix bindir
+	# the bindir this build was configured with, where the host looks after PATH
+	prefix=$(sed -n 's/^prefix = //p' "$BOX_BUILDDIR/Makefile")
+	eval "exec_prefix=$(sed -n 's/^exec_prefix = //p' "$BOX_BUILDDIR/Makefile")"
+	eval "bindir=$(sed -n 's/^bindir = //p' "$BOX_BUILDDIR/Makefile")"
+	[ -n "$bindir" ] || skip "no bindir in $BOX_BUILDDIR/Makefile"
+	[ ! -x "$bindir/box-run" ] || skip "box-run is installed in $bindir"
+	publish
+	# box-sandbox and box-tool without box-run next to them, on a PATH without box-run
+	mkdir "$T/bin"
+	ln -s "$BOX_BUILDDIR/box-sandbox" "$T/bin/box-sandbox"
+	SESSIONS+=(en)
+	PATH="$T/bin:/usr/bin:/bin" run -0 --separate-stderr box-sandbox create --session en \
+		--tools box.lock
+	run -1 --separate-stderr box-sandbox exec en -- box-tool greet --who ada
+	jqe '.exit_code == 8 and (.stdout | fromjson | .error.code == "unsupported" and
+		(.error.message | test("no box-run")))'
+	# its native tool still works
+	run -0 --separate-stderr box-sandbox exec en -- box-tool shout --text hi
+	jqe '.stdout | fromjson | .result.shouted == "HI"'
 }
 
 @test "box-sandbox --describe --tools box.lock agrees with box-tool list in that sandbox" {

@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "ipc.h"
 #include "json.h"
 #include "tools.h"
 #include "tap.h"
@@ -510,6 +511,202 @@ static void test_lock(void)
 	cJSON_Delete(in);
 }
 
+#define D4 "4444444444444444444444444444444444444444444444444444444444444444"
+
+/* A Lua tool called with box_tool_call_lua: a tool of the test artifact D4, input as JSON. */
+static cJSON *lua_call(const struct box_toolset *set, const char *name, const char *input,
+		       const char *box_run, int timeout_ms, int64_t memory_bytes,
+		       int64_t max_instructions, struct box_err *err)
+{
+	cJSON *in = box_json_parse(input, strlen(input), err), *out;
+
+	box_err_init(err);
+	out = box_tool_call_lua(must(set, name), in, box_run, timeout_ms, memory_bytes,
+				max_instructions, err);
+	cJSON_Delete(in);
+	return out;
+}
+
+static void test_find_box_run(const char *builddir)
+{
+	char out[PATH_MAX], want[PATH_MAX], path[2 * PATH_MAX], bindir[PATH_MAX];
+	const char *saved = getenv("PATH");
+	struct box_err err;
+	int rc;
+
+	snprintf(path, sizeof(path), "/nonexistent:.:%s:/usr/bin", builddir);
+	setenv("PATH", path, 1);
+	box_err_init(&err);
+	ok(box_tool_find_box_run(out, sizeof(out), &err) == 0, "box-run found in PATH");
+	snprintf(want, sizeof(want), "%s/box-run", builddir);
+	is_str(out, want, "... the first one in PATH, past missing and relative entries");
+	box_err_init(&err);
+	is_int(box_tool_find_box_run(out, 8, &err), -1, "... not when out is too short for it");
+
+	/* only BOX_BINDIR is left: found there when box is installed, not_found otherwise */
+	setenv("PATH", "/nonexistent:relative", 1);
+	snprintf(bindir, sizeof(bindir), "%s/box-run", BOX_BINDIR);
+	box_err_init(&err);
+	rc = box_tool_find_box_run(out, sizeof(out), &err);
+	if (access(bindir, X_OK) == 0) {
+		is_int(rc, 0, "box-run not in PATH: the one in BOX_BINDIR");
+		is_str(out, bindir, "... %s", bindir);
+	} else {
+		is_int(rc, -1, "box-run neither in PATH nor in BOX_BINDIR");
+		is_int(err.code, BOX_E_NOT_FOUND, "... not_found");
+		ok(strstr(err.message, BOX_BINDIR) != NULL, "... names BOX_BINDIR: %s", err.message);
+	}
+	if (saved)
+		setenv("PATH", saved, 1);
+	else
+		unsetenv("PATH");
+}
+
+static void test_lua(void)
+{
+	const char *builddir = getenv("BOX_BUILDDIR");
+	struct box_tool_call_opts o = { 0 };
+	char box_run[PATH_MAX];
+	struct box_toolset *set;
+	struct box_err err;
+	cJSON *out;
+	int64_t t0;
+
+	if (!builddir) {
+		tap_skip("Lua tools need the build's box-run: BOX_BUILDDIR is not set (make check sets it)");
+		return;
+	}
+	snprintf(box_run, sizeof(box_run), "%s/box-run", builddir);
+	if (access(box_run, X_OK) != 0) {
+		tap_skip("Lua tools need the build's box-run, and BOX_BUILDDIR has none");
+		return;
+	}
+	test_find_box_run(builddir);
+	put("home/store/sha256/" D4 "/box-artifact.json",
+	    "{\"name\": \"acme/lua\", \"version\": \"1.0.0\", \"kind\": \"tool\", "
+	    "\"entry\": \"main.lua\", \"tools\": ["
+	    "{\"name\": \"greet\", \"description\": \"Lua\", \"timeout_ms\": 5000,"
+	    " \"input_schema\": {\"type\": \"object\", \"required\": [\"who\"],"
+	    "  \"properties\": {\"who\": {\"type\": \"string\"}, \"n\": {\"type\": \"integer\"}}},"
+	    " \"output_schema\": {\"type\": \"object\", \"required\": [\"greeting\"]}},"
+	    "{\"name\": \"native\", \"description\": \"d\", \"input_schema\": {\"type\": \"object\"},"
+	    " \"command\": [\"box-artifact.json\"]}]}", 0644);
+	put("home/store/sha256/" D4 "/main.lua",
+	    "local arg1 = ...\n"
+	    "if input.who == \"nobody\" then return {nope = 1} end\n"
+	    "if input.who == \"raise\" then error(\"boom\") end\n"
+	    "if input.who == \"string\" then return \"x\" end\n"
+	    "if input.who == \"loop\" then while true do end end\n"
+	    "if input.who == \"count\" then for i = 1, 1000000 do end end\n"
+	    "if input.who == \"hog\" then local t = {} for i = 1, 300000 do t[i] = i end end\n"
+	    "if input.who == \"print\" then print(\"noise\") end\n"
+	    "return {greeting = \"hello \" .. input.who, n = input.n, same = arg1.who == input.who}\n",
+	    0644);
+	lock_with(ENTRY("acme/lua", D4, "tool"));
+	set = load_lock(&err);
+	ok(set != NULL, "box.lock with a Lua tool: %s", set ? "loaded" : err.message);
+	if (!set)
+		return;
+
+	out = lua_call(set, "greet", "{\"who\": \"ada\", \"n\": 9007199254740993}", box_run, 0, 0,
+		       0, &err);
+	ok(out != NULL, "box_tool_call_lua runs the script in box-run%s%s", out ? "" : ": ",
+	   out ? "" : err.message);
+	is_str(cJSON_GetStringValue(cJSON_GetObjectItem(out, "greeting")), "hello ada",
+	       "... the script sees input and its answer comes back");
+	ok(cJSON_IsTrue(cJSON_GetObjectItem(out, "same")), "... the input is also its first argument");
+	ok(box_json_int_value(cJSON_GetObjectItem(out, "n"), 0) == INT64_C(9007199254740993),
+	   "... 2^53+1 goes and comes back exactly");
+	cJSON_Delete(out);
+
+	out = lua_call(set, "greet", "{\"who\": \"print\"}", box_run, 0, 0, 0, &err);
+	is_str(cJSON_GetStringValue(cJSON_GetObjectItem(out, "greeting")), "hello print",
+	       "what the script prints does not spoil its answer");
+	cJSON_Delete(out);
+
+	out = lua_call(set, "greet", "{\"n\": 1}", box_run, 0, 0, 0, &err);
+	ok(out == NULL, "an input its schema refuses");
+	is_int(err.code, BOX_E_INVALID, "... invalid_request");
+	ok(strstr(err.message, "who") != NULL, "... naming the field: %s", err.message);
+	cJSON_Delete(out);
+
+	out = lua_call(set, "greet", "{\"who\": \"nobody\"}", box_run, 0, 0, 0, &err);
+	ok(out == NULL, "an answer its output_schema refuses");
+	is_int(err.code, BOX_E_GUEST, "... guest_error");
+	ok(!strncmp(err.message, "tool greet returned invalid output: ", 36), "... %s", err.message);
+	cJSON_Delete(out);
+
+	out = lua_call(set, "greet", "{\"who\": \"raise\"}", box_run, 0, 0, 0, &err);
+	ok(out == NULL, "a script that raises");
+	is_int(err.code, BOX_E_GUEST, "... guest_error");
+	ok(!strncmp(err.message, "tool greet failed: guest_error: ", 32) &&
+	   strstr(err.message, "boom"), "... with its message: %s", err.message);
+
+	out = lua_call(set, "greet", "{\"who\": \"string\"}", box_run, 0, 0, 0, &err);
+	ok(out == NULL, "a script that returns a string");
+	is_int(err.code, BOX_E_GUEST, "... guest_error");
+	is_str(err.message, "tool greet returned string, not an object", "... message");
+
+	t0 = box_now_ms();
+	out = lua_call(set, "greet", "{\"who\": \"loop\"}", box_run, 300, 0, 0, &err);
+	ok(out == NULL, "a script that runs past timeout_ms");
+	is_int(err.code, BOX_E_TIMEOUT, "... timeout");
+	is_str(err.limit, "timeout_ms", "... limit timeout_ms");
+	ok(err.configured == 300, "... configured 300");
+	ok(box_now_ms() - t0 < 2000, "... stopped at its deadline");
+
+	out = lua_call(set, "greet", "{\"who\": \"count\"}", box_run, 0, 0, 10000, &err);
+	ok(out == NULL, "a script past max_instructions");
+	is_int(err.code, BOX_E_GUEST, "... guest_error");
+	ok(strstr(err.message, "limit_exceeded") != NULL, "... limit_exceeded: %s", err.message);
+
+	out = lua_call(set, "greet", "{\"who\": \"count\"}", box_run, 0, 0, 0, &err);
+	ok(out != NULL, "... not counted when max_instructions is 0");
+	cJSON_Delete(out);
+
+	out = lua_call(set, "greet", "{\"who\": \"hog\"}", box_run, 0, 1 << 20, 0, &err);
+	ok(out == NULL, "a script past memory_bytes");
+	is_int(err.code, BOX_E_GUEST, "... guest_error");
+	ok(strstr(err.message, "limit_exceeded") != NULL, "... limit_exceeded: %s", err.message);
+	out = lua_call(set, "greet", "{\"who\": \"hog\"}", box_run, 0, 0, 0, &err);
+	ok(out != NULL, "... within the default of 64 MiB%s%s", out ? "" : ": ",
+	   out ? "" : err.message);
+	cJSON_Delete(out);
+
+	out = lua_call(set, "greet", "{\"who\": \"ada\"}", "/nonexistent/box-run", 0, 0, 0, &err);
+	ok(out == NULL, "a box-run that does not exist");
+	is_int(err.code, BOX_E_NOT_FOUND, "... not_found");
+
+	out = lua_call(set, "greet", "{\"who\": \"ada\"}", NULL, 0, 0, 0, &err);
+	ok(out == NULL, "no box-run given");
+	is_int(err.code, BOX_E_UNSUPPORTED, "... unsupported");
+
+	out = lua_call(set, "native", "{}", box_run, 0, 0, 0, &err);
+	ok(out == NULL, "a native tool");
+	is_int(err.code, BOX_E_UNSUPPORTED, "... unsupported");
+
+	/* box_tool_call runs Lua tools when given a box-run, under its timeout cap */
+	o.box_run = box_run;
+	out = call(set, "greet", "{\"who\": \"bob\"}", &o, &err);
+	is_str(cJSON_GetStringValue(cJSON_GetObjectItem(out, "greeting")), "hello bob",
+	       "box_tool_call with a box-run runs a Lua tool");
+	cJSON_Delete(out);
+	o.max_timeout_ms = 200;
+	out = call(set, "greet", "{\"who\": \"loop\"}", &o, &err);
+	ok(out == NULL, "... a Lua tool past max_timeout_ms");
+	is_int(err.code, BOX_E_TIMEOUT, "... timeout");
+	ok(err.configured == 200, "... at the cap, not the tool's 5000");
+	o.max_timeout_ms = 0;
+	o.lua_memory_bytes = 1 << 20;
+	out = call(set, "greet", "{\"who\": \"hog\"}", &o, &err);
+	ok(out == NULL && strstr(err.message, "limit_exceeded"), "... lua_memory_bytes applies");
+	o.box_run = NULL;
+	out = call(set, "greet", "{\"who\": \"bob\"}", &o, &err);
+	ok(out == NULL, "box_tool_call without a box-run");
+	is_int(err.code, BOX_E_UNSUPPORTED, "... unsupported");
+	box_tools_free(set);
+}
+
 int main(void)
 {
 	struct box_toolset *set;
@@ -544,6 +741,7 @@ int main(void)
 	box_tools_free(set);
 	test_missing_command();
 	test_lock();
+	test_lua();
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
 	if (system(cmd))
 		printf("# cleanup failed\n");

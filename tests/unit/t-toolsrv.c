@@ -19,9 +19,12 @@
 static char dir[64];
 static char sock[PATH_MAX];
 
-/* A server child answering connection after connection on path until it is killed. */
-static pid_t start_server(const char *path, struct box_toolset *set, int max_timeout_ms)
+/* A server child answering connection after connection on path until it is killed; Lua tools
+ * run by box_run (NULL: unsupported). */
+static pid_t start_server(const char *path, struct box_toolset *set, int max_timeout_ms,
+			  const char *box_run)
 {
+	struct box_tool_call_opts o = { .max_timeout_ms = max_timeout_ms, .box_run = box_run };
 	struct box_err e;
 	int lfd = box_toolsrv_listen(path, &e);
 	pid_t pid;
@@ -31,7 +34,7 @@ static pid_t start_server(const char *path, struct box_toolset *set, int max_tim
 	pid = fork();
 	if (pid == 0) {
 		for (;;)
-			box_toolsrv_serve_one(lfd, set, max_timeout_ms);
+			box_toolsrv_serve_one(lfd, set, &o);
 	}
 	close(lfd);
 	return pid;
@@ -367,7 +370,7 @@ static void test_timeout_cap(struct box_toolset *set)
 	cJSON *r, *err;
 
 	snprintf(path, sizeof(path), "%s/cap.sock", dir);
-	pid = start_server(path, set, 150);
+	pid = start_server(path, set, 150, NULL);
 	memcpy(saved, sock, sizeof(saved));
 	memcpy(sock, path, sizeof(sock));
 	r = request("{\"op\":\"call\",\"tool\":\"sleep\",\"input\":{}}", &e);
@@ -406,6 +409,104 @@ static void test_silent_client(void)
 		close(fd);
 }
 
+static int write_file(const char *path, const char *text)
+{
+	FILE *f = fopen(path, "w");
+
+	if (!f)
+		return -1;
+	fputs(text, f);
+	return fclose(f);
+}
+
+#define LUA_DIGEST "5555555555555555555555555555555555555555555555555555555555555555"
+
+/* A box.lock of one Lua tool, greet, in a store under dir; the set, or NULL. */
+static struct box_toolset *lua_set(void)
+{
+	char path[PATH_MAX], cmd[PATH_MAX + 16];
+	struct box_toolset *set;
+	struct box_err e;
+
+	snprintf(path, sizeof(path), "%s/home", dir);
+	setenv("BOX_HOME", path, 1);
+	snprintf(path, sizeof(path), "%s/home/store/sha256/" LUA_DIGEST, dir);
+	snprintf(cmd, sizeof(cmd), "mkdir -p '%s'", path);
+	if (system(cmd))
+		return NULL;
+	snprintf(path, sizeof(path), "%s/home/store/sha256/" LUA_DIGEST "/box-artifact.json", dir);
+	if (write_file(path, "{\"name\": \"acme/greet\", \"version\": \"1.0.0\", \"kind\": \"tool\", "
+		       "\"entry\": \"main.lua\", \"tools\": [{\"name\": \"greet\", "
+		       "\"description\": \"Lua\", \"input_schema\": {\"type\": \"object\", "
+		       "\"required\": [\"who\"], \"properties\": {\"who\": {\"type\": \"string\"}, "
+		       "\"n\": {\"type\": \"integer\"}}}}]}") < 0)
+		return NULL;
+	snprintf(path, sizeof(path), "%s/home/store/sha256/" LUA_DIGEST "/main.lua", dir);
+	if (write_file(path, "return {greeting = \"hello \" .. input.who, n = input.n}\n") < 0)
+		return NULL;
+	snprintf(path, sizeof(path), "%s/box.lock", dir);
+	if (write_file(path, "{\"lock_version\": 1, \"artifacts\": [{\"name\": \"acme/greet\", "
+		       "\"version\": \"1.0.0\", \"digest\": \"sha256:" LUA_DIGEST "\", "
+		       "\"kind\": \"tool\", \"source\": \"oci:/r\"}]}") < 0)
+		return NULL;
+	box_err_init(&e);
+	set = box_tools_load(path, &e);
+	if (!set)
+		printf("# %s: %s\n", path, e.message);
+	return set;
+}
+
+static void test_lua(void)
+{
+	const char *builddir = getenv("BOX_BUILDDIR");
+	char path[PATH_MAX], saved[PATH_MAX], box_run[PATH_MAX];
+	struct box_toolset *set;
+	struct box_err e;
+	pid_t pid;
+	cJSON *r, *res;
+
+	if (!builddir) {
+		tap_skip("Lua tools need the build's box-run: BOX_BUILDDIR is not set (make check sets it)");
+		return;
+	}
+	snprintf(box_run, sizeof(box_run), "%s/box-run", builddir);
+	set = lua_set();
+	ok(set != NULL, "a box.lock with a Lua tool loads");
+	if (!set)
+		return;
+	memcpy(saved, sock, sizeof(saved));
+	snprintf(path, sizeof(path), "%s/lua.sock", dir);
+	memcpy(sock, path, sizeof(sock));
+
+	pid = start_server(path, set, 10000, box_run);
+	r = request("{\"op\":\"call\",\"tool\":\"greet\",\"input\":{\"who\":\"ada\","
+		    "\"n\":9007199254740993}}", &e);
+	res = cJSON_GetObjectItem(r, "result");
+	ok(r && cJSON_IsTrue(cJSON_GetObjectItem(r, "ok")), "a Lua tool through the socket: ok%s%s",
+	   r ? "" : ": ", r ? "" : e.message);
+	is_str(cJSON_GetStringValue(cJSON_GetObjectItem(res, "greeting")), "hello ada",
+	       "... its answer, run by the given box-run");
+	ok(box_json_int_value(cJSON_GetObjectItem(res, "n"), 0) == INT64_C(9007199254740993),
+	   "... exact integers both ways");
+	cJSON_Delete(r);
+	refused("{\"op\":\"call\",\"tool\":\"greet\",\"input\":{\"who\":1}}", "invalid_request",
+		"$.who", "a Lua tool's input its schema refuses");
+	stop(pid);
+	unlink(path);
+
+	pid = start_server(path, set, 10000, NULL);
+	r = request("{\"op\":\"call\",\"tool\":\"greet\",\"input\":{\"who\":\"ada\"}}", &e);
+	is_str(code_of(r), "unsupported", "a Lua tool without a box-run: unsupported");
+	ok(strstr(cJSON_GetStringValue(cJSON_GetObjectItem(cJSON_GetObjectItem(r, "error"),
+							     "message")) ?: "", "no box-run"),
+	   "... the message says box-run was not found");
+	cJSON_Delete(r);
+	stop(pid);
+	unlink(path);
+	memcpy(sock, saved, sizeof(sock));
+	box_tools_free(set);
+}
+
 int main(void)
 {
 	struct box_toolset *set;
@@ -438,7 +539,7 @@ int main(void)
 	test_listen();
 	test_client_errors();
 	snprintf(sock, sizeof(sock), "%s/tool.sock", dir);
-	pid = start_server(sock, set, 10000);
+	pid = start_server(sock, set, 10000, NULL);
 	ok(pid > 0, "server started");
 	if (pid > 0) {
 		test_server(set);
@@ -446,6 +547,7 @@ int main(void)
 	}
 	stop(pid);
 	test_timeout_cap(set);
+	test_lua();
 	box_tools_free(set);
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
 	if (system(cmd))
