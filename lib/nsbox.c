@@ -908,7 +908,8 @@ static int signal_tree(const struct box_nsbox_inst *i, int sig, struct box_err *
 	return 0;
 }
 
-int box_nsbox_pause(const struct box_nsbox_inst *i, const char *id, struct box_err *err)
+static int set_frozen(const struct box_nsbox_inst *i, const char *id, int frozen,
+		      struct box_err *err)
 {
 	int fd = holder_pidfd(i);
 
@@ -916,20 +917,18 @@ int box_nsbox_pause(const struct box_nsbox_inst *i, const char *id, struct box_e
 		return box_err_set(err, BOX_E_NOT_FOUND, "the sandbox's holder is gone");
 	close(fd);
 	if (i->cg != BOX_CG_NONE)
-		return box_cg_freeze(i->cg, id, 1, FREEZE_TIMEOUT_MS, err);
-	return signal_tree(i, SIGSTOP, err);
+		return box_cg_freeze(i->cg, id, frozen, FREEZE_TIMEOUT_MS, err);
+	return signal_tree(i, frozen ? SIGSTOP : SIGCONT, err);
+}
+
+int box_nsbox_pause(const struct box_nsbox_inst *i, const char *id, struct box_err *err)
+{
+	return set_frozen(i, id, 1, err);
 }
 
 int box_nsbox_resume(const struct box_nsbox_inst *i, const char *id, struct box_err *err)
 {
-	int fd = holder_pidfd(i);
-
-	if (fd < 0)
-		return box_err_set(err, BOX_E_NOT_FOUND, "the sandbox's holder is gone");
-	close(fd);
-	if (i->cg != BOX_CG_NONE)
-		return box_cg_freeze(i->cg, id, 0, FREEZE_TIMEOUT_MS, err);
-	return signal_tree(i, SIGCONT, err);
+	return set_frozen(i, id, 0, err);
 }
 
 int box_nsbox_stop(const struct box_nsbox_inst *i, const char *id, struct box_err *err)
