@@ -31,6 +31,8 @@ static pid_t start_server(const char *path, struct box_toolset *set, int max_tim
 
 	if (lfd < 0)
 		return -1;
+	/* a child that flushes what the parent printed would repeat TAP lines */
+	fflush(stdout);
 	pid = fork();
 	if (pid == 0) {
 		for (;;)
@@ -57,6 +59,8 @@ static pid_t fake_server(const char *path, const char *reply)
 
 	if (lfd < 0)
 		return -1;
+	/* a child that flushes what the parent printed would repeat TAP lines */
+	fflush(stdout);
 	pid = fork();
 	if (pid == 0) {
 		char buf[4096];
