@@ -14,6 +14,7 @@
 #include <archive_entry.h>
 
 #include "boxarchive.h"
+#include "sbcopy.h"
 #include "sha256.h"
 #include "buf.h"
 #include "banned.h"
@@ -21,9 +22,6 @@
 #define IO_CHUNK 65536
 #define NAME_MAX_BYTES 255
 #define SHOWN_MAX 160
-#define RM_MAX_ENTRIES 1000000
-#define RM_MAX_DEPTH 256
-#define RM_MAX_PASSES 4
 
 /*
  * A printable, bounded copy of an untrusted name for messages: control bytes become '?', and
@@ -1126,104 +1124,9 @@ out:
 
 /* ------------------------------------------------------------------ removal */
 
-struct rm {
-	int64_t budget;
-	struct box_err *err;
-};
-
-static int rm_contents(struct rm *rm, int fd, int depth);
-
-static int rm_subdir(struct rm *rm, int fd, const char *name, int depth)
-{
-	struct stat sb;
-	int sub, r;
-
-	if (depth > RM_MAX_DEPTH)
-		return box_err_limit(rm->err, BOX_E_LIMIT, "depth", RM_MAX_DEPTH, "components",
-				     "tree to remove is deeper than %d levels", RM_MAX_DEPTH);
-	sub = openat(fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	if (sub < 0) {
-		if (errno == ENOENT)
-			return 0;
-		return box_err_sys(rm->err, "cannot open %s for removal", name);
-	}
-	if (fstat(sub, &sb) < 0 || ((sb.st_mode & 0700) != 0700 && fchmod(sub, 0700) < 0)) {
-		box_err_sys(rm->err, "cannot make %s removable", name);
-		close(sub);
-		return -1;
-	}
-	r = rm_contents(rm, sub, depth);
-	close(sub);
-	if (r < 0)
-		return -1;
-	if (unlinkat(fd, name, AT_REMOVEDIR) < 0 && errno != ENOENT)
-		return box_err_sys(rm->err, "cannot remove %s", name);
-	return 0;
-}
-
-/* Empties the directory fd. A few passes because readdir may miss entries while the directory
- * changes under it. */
-static int rm_contents(struct rm *rm, int fd, int depth)
-{
-	for (int pass = 0; pass < RM_MAX_PASSES; pass++) {
-		struct dirent *de;
-		int dfd, found = 0;
-		DIR *d;
-
-		dfd = openat(fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-		if (dfd < 0)
-			return box_err_sys(rm->err, "cannot open a directory for removal");
-		d = fdopendir(dfd);
-		if (!d) {
-			close_keep_errno(dfd);
-			return box_err_sys(rm->err, "cannot read a directory for removal");
-		}
-		for (;;) {
-			errno = 0;
-			de = readdir(d);
-			if (!de)
-				break;
-			if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
-				continue;
-			found = 1;
-			if (--rm->budget < 0) {
-				closedir(d);
-				return box_err_limit(rm->err, BOX_E_LIMIT, "entries", RM_MAX_ENTRIES,
-						     "entries", "tree to remove has more than %d entries",
-						     RM_MAX_ENTRIES);
-			}
-			if (unlinkat(fd, de->d_name, 0) == 0 || errno == ENOENT)
-				continue;
-			if (errno != EISDIR || rm_subdir(rm, fd, de->d_name, depth + 1) < 0) {
-				if (errno != EISDIR)
-					box_err_sys(rm->err, "cannot remove %s", de->d_name);
-				closedir(d);
-				return -1;
-			}
-		}
-		if (errno) {
-			box_err_sys(rm->err, "cannot read a directory for removal");
-			closedir(d);
-			return -1;
-		}
-		closedir(d);
-		if (!found)
-			return 0;
-	}
-	return 0;
-}
-
 int box_archive_remove_tree(int dirfd, const char *name, struct box_err *err)
 {
-	struct rm rm = { RM_MAX_ENTRIES, err };
-
-	if (!name || !*name || strchr(name, '/') || !strcmp(name, ".") || !strcmp(name, ".."))
-		return box_err_set(err, BOX_E_INVALID, "invalid name to remove");
-	if (unlinkat(dirfd, name, 0) == 0 || errno == ENOENT)
-		return 0;
-	if (errno != EISDIR)
-		return box_err_sys(err, "cannot remove %s", name);
-	return rm_subdir(&rm, dirfd, name, 1);
+	return box_sbcopy_remove_tree(dirfd, name, err);
 }
 
 /* ------------------------------------------------------------------ tree digest */

@@ -142,6 +142,7 @@ int box_archive_extract_ex(int infd, int destdirfd, const struct box_archive_lim
  * entries and a depth of 256.
  * Returns 0 (also when name does not exist), or -1 with err set: invalid_request for a bad
  * name, limit_exceeded past a bound (what was removed so far stays removed), io_error otherwise.
+ * The same remover as box_sbcopy_remove_tree (lib/sbcopy.h), which needs no libarchive.
  */
 int box_archive_remove_tree(int dirfd, const char *name, struct box_err *err);
 

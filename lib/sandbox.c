@@ -1649,8 +1649,7 @@ cJSON *box_sandbox(const cJSON *req, const struct box_sandbox_io *io, struct box
 		box_err_set(err, BOX_E_INVALID, "BOX_STATE_DIR must be an absolute path");
 		goto out;
 	}
-	if (box_mkdirs(s->dir, err) < 0)
-		goto out;
+	/* box_sbstate_lock makes the sessions directory when it is missing */
 	s->lockfd = box_sbstate_lock(s->dir, s->id, BOX_SANDBOX_LOCK_WAIT_MS, err);
 	if (s->lockfd < 0)
 		goto out;

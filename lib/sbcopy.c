@@ -43,7 +43,7 @@ static int write_err(struct box_err *err, const char *what, const char *name)
 	return box_err_sys(err, "cannot %s %s", what, name);
 }
 
-static int tmp_name(char *out, size_t outsz, const char *tag, struct box_err *err)
+int box_sbcopy_tmp_name(char *out, size_t outsz, const char *tag, struct box_err *err)
 {
 	unsigned char r[8];
 	ssize_t got;
@@ -180,6 +180,15 @@ int box_sbcopy_empty_dir(int dirfd, struct box_err *err)
 	r = rm_contents(&rm, fd, 0);
 	close(fd);
 	return r;
+}
+
+int box_sbcopy_remove_tree(int dirfd, const char *name, struct box_err *err)
+{
+	struct rm rm = { BOX_SBCOPY_RM_MAX_ENTRIES, err };
+
+	if (!valid_name(name))
+		return box_err_set(err, BOX_E_INVALID, "invalid name to remove");
+	return rm_entry(&rm, dirfd, name, 1);
 }
 
 static void remove_quietly(int dirfd, const char *name)
@@ -536,7 +545,7 @@ static int copy_root(struct cp *cp, int in, const struct stat *sb, int destdirfd
 	for (int i = 0; i < TMP_TRIES; i++) {
 		int out, r;
 
-		if (tmp_name(tmp, tmpsz, "sbcopy", cp->err) < 0)
+		if (box_sbcopy_tmp_name(tmp, tmpsz, "sbcopy", cp->err) < 0)
 			return -1;
 		if (S_ISREG(sb->st_mode)) {
 			r = copy_fd(cp, in, destdirfd, tmp, sb->st_mode);

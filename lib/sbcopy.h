@@ -75,6 +75,17 @@ int box_sbcopy_in(const char *src, int destdirfd, const char *name,
 int box_sbcopy_empty_dir(int dirfd, struct box_err *err);
 
 /*
+ * Removes dirfd/name, a file, a symlink (never its target) or a whole tree, under the rules and
+ * bounds of box_sbcopy_empty_dir. name is one path component (no '/', not "." or ".."):
+ * invalid_request otherwise. An absent name is not an error. Returns 0 or -1 with err.
+ */
+int box_sbcopy_remove_tree(int dirfd, const char *name, struct box_err *err);
+
+/* A fresh hidden temporary name ".TAG-<16 hex>.tmp" for a file or directory made beside its
+ * final place. Returns 0, or -1 with io_error when no randomness could be had. */
+int box_sbcopy_tmp_name(char *out, size_t outsz, const char *tag, struct box_err *err);
+
+/*
  * The bytes the tree below dirfd takes: for every entry below it (symlinks not followed,
  * directories included, the root excluded) the larger of st_blocks * 512 and st_size, so
  * sparse files count at their apparent size. Hard links count once per name.

@@ -12,6 +12,7 @@
 #include "boxarchive.h"
 #include "buf.h"
 #include "json.h"
+#include "sbcopy.h"
 #include "sbfiles.h"
 #include "sha256.h"
 #include "utf8.h"
@@ -28,21 +29,6 @@ static void close_keep_errno(int fd)
 
 	close(fd);
 	errno = e;
-}
-
-static int tmp_name(char *out, size_t outsz, const char *tag, struct box_err *err)
-{
-	unsigned char r[8];
-	ssize_t got;
-
-	do
-		got = getrandom(r, sizeof(r), 0);
-	while (got < 0 && errno == EINTR);
-	if (got != (ssize_t)sizeof(r))
-		return box_err_sys(err, "getrandom");
-	snprintf(out, outsz, ".%s-%02x%02x%02x%02x%02x%02x%02x%02x.tmp", tag, r[0], r[1], r[2],
-		 r[3], r[4], r[5], r[6], r[7]);
-	return 0;
 }
 
 static int fsync_dir(int dirfd, struct box_err *err)
@@ -324,7 +310,7 @@ int box_sbfiles_snapshot(int srcdirfd, int snapdirfd, char digest[BOX_SBFILES_DI
 	if (st)
 		memset(st, 0, sizeof(*st));
 	for (int i = 0; i < TMP_TRIES && fd < 0; i++) {
-		if (tmp_name(tmp, sizeof(tmp), "snapshot", err) < 0)
+		if (box_sbcopy_tmp_name(tmp, sizeof(tmp), "snapshot", err) < 0)
 			return -1;
 		fd = openat(snapdirfd, tmp, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
 			    0644);
@@ -482,7 +468,7 @@ static int swap_in(int parentfd, const char *tmp, const char *name, char *old, s
 	/* file systems without RENAME_EXCHANGE: two renames, undone if the second fails */
 	if (errno != EINVAL && errno != ENOSYS)
 		return box_err_sys(err, "cannot swap the restored tree with %s", name);
-	if (tmp_name(old, oldsz, "sbold", err) < 0)
+	if (box_sbcopy_tmp_name(old, oldsz, "sbold", err) < 0)
 		return -1;
 	if (renameat2(parentfd, name, parentfd, old, RENAME_NOREPLACE) < 0) {
 		*old = 0;
@@ -518,7 +504,7 @@ int box_sbfiles_restore(int snapdirfd, const char *digest, int parentfd, const c
 	if (fd < 0)
 		return -1;
 	for (int i = 0; i < TMP_TRIES && !made; i++) {
-		if (tmp_name(tmp, sizeof(tmp), "sbrestore", err) < 0)
+		if (box_sbcopy_tmp_name(tmp, sizeof(tmp), "sbrestore", err) < 0)
 			goto fail;
 		if (mkdirat(parentfd, tmp, 0700) == 0)
 			made = 1;
