@@ -1,6 +1,7 @@
 /* box-run: run a Lua 5.4 script in a locked-down VM and print one JSON result. */
 #include <fcntl.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -108,8 +109,11 @@ int main(int argc, char **argv)
 		return status;
 	box_err_init(&err);
 	if (describe) {
-		res = box_run_describe(req, cli.name, cli.description, box_run_request_schema,
-				       box_run_result_schema, &err);
+		char *schema = box_cli_agent_schema_text(&cli, req, &err);
+
+		res = schema ? box_run_describe(req, cli.name, cli.description, schema,
+						box_run_result_schema, &err) : NULL;
+		free(schema);
 		cJSON_Delete(req);
 		if (!res)
 			return box_cli_fail(&cli, &err);

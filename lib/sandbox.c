@@ -1602,6 +1602,17 @@ static int known_op(const char *op)
 	return 0;
 }
 
+/* 1 (err set) when the session is absent and the agent's policy lets it create none */
+static int no_create(const struct sb *s, struct box_err *err)
+{
+	if (!s->io || !s->io->no_create)
+		return 0;
+	box_err_set(err, BOX_E_POLICY, "session %s does not exist, and the policy does not let "
+		    "a request create one", s->id);
+	box_err_path(err, "$.session");
+	return 1;
+}
+
 cJSON *box_sandbox(const cJSON *req, const struct box_sandbox_io *io, struct box_err *err)
 {
 	const char *op = box_json_get_str(req, "op", NULL);
@@ -1661,6 +1672,8 @@ cJSON *box_sandbox(const cJSON *req, const struct box_sandbox_io *io, struct box
 			    strcmp(op, "read") == 0 || strcmp(op, "write") == 0 ||
 			    strcmp(op, "ls") == 0 || strcmp(op, "snapshot") == 0))
 				goto out;
+			if (no_create(s, err))
+				goto out;
 			box_err_init(err);
 			box_sbstate_release(&s->rec);
 			if (create_session(s, err) < 0)
@@ -1669,7 +1682,7 @@ cJSON *box_sandbox(const cJSON *req, const struct box_sandbox_io *io, struct box
 	} else if (box_sbstate_read(s->dir, s->id, &s->rec, err) == 0) {
 		box_err_set(err, BOX_E_CONFLICT, "session %s exists", s->id);
 		goto out;
-	} else if (err->code != BOX_E_NOT_FOUND) {
+	} else if (err->code != BOX_E_NOT_FOUND || no_create(s, err)) {
 		goto out;
 	} else {
 		box_err_init(err);

@@ -858,7 +858,9 @@ cJSON *box_tool_call_lua(const struct box_tool *t, const cJSON *input, const cha
 	struct box_proc_result pr = { .out = BOX_BUF_INIT(0) };
 	struct box_proc_opts po = { 0 };
 	char tmo[32];
-	const char *argv[] = { box_run, "--json", "--max-timeout-ms", tmo, NULL };
+	/* box builds this request itself (the tool's source, the input as args): it is the
+	 * operator's, not an agent's */
+	const char *argv[] = { box_run, "--json", "--trust-request", "--max-timeout-ms", tmo, NULL };
 	cJSON *req = NULL, *args, *res = NULL;
 	char *line = NULL, *script = NULL;
 

@@ -54,21 +54,27 @@ start_httpd() {
 }
 
 @test "cli: --describe is one JSON tool definition with the request and result schemas" {
+	# under the built-in policy the agent sees only what it may set (trust.bats has the rest)
 	run --separate-stderr box-run --describe
-	assert_equal "$status" 0
-	assert_equal "$stderr" ""
+	[ "$status" -eq 0 ]
 	one_json_where '.name == "box-run" and
 		(.description | type == "string" and length > 0) and
 		.input_schema.type == "object" and .input_schema.additionalProperties == false and
 		.input_schema.required == ["script"] and
-		(.input_schema.properties | has("script") and has("args") and has("timeout_ms") and
-			has("cpu_ms") and has("memory_bytes") and has("max_instructions") and
-			has("max_output_bytes") and has("max_write_bytes") and has("max_result_bytes") and
-			has("workspace") and has("events") and has("tools")) and
+		(.input_schema.properties | keys) == ["args", "cpu_ms", "events", "memory_bytes",
+			"script", "timeout_ms"] and
 		.output_schema.type == "object" and
 		(.output_schema.properties | has("ok") and has("stdout") and has("result") and
 			has("truncated") and has("total_lines") and has("lossy") and has("stats") and
 			has("error"))'
+	# an operator who trusts the request offers every member but the flag-only caps
+	run --separate-stderr box-run --trust-request --describe
+	[ "$status" -eq 0 ]
+	one_json_where '(.input_schema.properties | has("script") and has("args") and
+			has("timeout_ms") and has("cpu_ms") and has("memory_bytes") and
+			has("max_instructions") and has("max_output_bytes") and has("max_write_bytes") and
+			has("max_result_bytes") and has("workspace") and has("events") and has("tools") and
+			(has("max_timeout_ms") | not))'
 }
 
 @test "cli: an unknown flag is a usage error (exit 2), JSON on stdout, one line on stderr" {
@@ -195,7 +201,7 @@ EOF
 
 @test "request: tools names a tool manifest: the script gets a tools table (box-run-tools.bats)" {
 	run_box_json "{\"script\": \"return type(tools)\",
-		\"tools\": \"$BATS_TEST_DIRNAME/fixtures/tools/codemode.json\"}"
+		\"tools\": \"$BATS_TEST_DIRNAME/fixtures/tools/codemode.json\"}" --trust-request
 	assert_ok '.result == "table"'
 }
 
@@ -256,14 +262,22 @@ EOF
 }
 
 @test "limit: timeout_ms is capped by --max-timeout-ms" {
-	run_box_json '{"script": "while true do end", "timeout_ms": 100000, "cpu_ms": 100000}' \
-		--max-timeout-ms 250
+	# the operator's own flag is clamped to the operator's cap
+	run_box -t 100000 --cpu-ms 100000 --max-timeout-ms 250 -e 'while true do end'
 	assert_limit timeout wall 250 ms
+	# the agent's request may go up to the cap, and one past it is refused before it runs
+	run_box_json '{"script": "while true do end", "timeout_ms": 250}' --max-timeout-ms 250
+	assert_limit timeout wall 250 ms
+	run_box_json '{"script": "while true do end", "timeout_ms": 251}' --max-timeout-ms 250
+	assert_fail policy_denied 4 '.error.path == "$.timeout_ms" and .error.configured == 250 and
+		.error.unit == "ms" and (has("stats") | not)'
 }
 
 @test "limit: a request cannot set max_timeout_ms (it could only raise the cap)" {
 	run_box_json '{"script": "return 1", "max_timeout_ms": 100000}'
-	assert_fail invalid_request 2 '.error.path == "$.max_timeout_ms"'
+	assert_fail policy_denied 4 '.error.path == "$.max_timeout_ms"'
+	run_box_json '{"script": "return 1", "max_timeout_ms": 100000}' --trust-request
+	assert_fail policy_denied 4 '.error.path == "$.max_timeout_ms"'
 }
 
 @test "limit: cpu_ms defaults to the timeout" {
