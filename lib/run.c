@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "run.h"
+#include "libexec.h"
 #include "buf.h"
 #include "ipc.h"
 #include "jail.h"
@@ -149,19 +150,13 @@ static void child(struct run *r, int sock)
 
 static int http_start(struct run *r, struct box_err *err)
 {
-	const char *dir = getenv("BOX_LIBEXEC_DIR");
 	char path[PATH_MAX], maxbody[32];
 	const char **argv;
 	const cJSON *rule;
 	int in[2], out[2], n = 0;
 
-	if (!dir || !*dir)
-		dir = BOX_PKGLIBEXECDIR;
-	if ((size_t)snprintf(path, sizeof(path), "%s/box-http", dir) >= sizeof(path))
-		return box_err_set(err, BOX_E_INTERNAL, "helper path too long");
-	if (access(path, X_OK) < 0)
-		return box_err_sys(err, "the http helper %s cannot be run (set BOX_LIBEXEC_DIR or reinstall box)",
-				   path);
+	if (box_libexec_find("box-http", path, sizeof(path), err) < 0)
+		return -1;
 	argv = calloc((size_t)cJSON_GetArraySize(r->allow) * 2 + 6, sizeof(*argv));
 	if (!argv)
 		return box_err_set(err, BOX_E_INTERNAL, "out of memory");
@@ -860,6 +855,13 @@ static int read_opts(struct run *r, const cJSON *req, struct box_err *err)
 		r->allow = NULL;
 	if (r->allow && check_rules(r->allow, err) < 0)
 		return -1;
+	/* the http helper is looked for before the script runs, not at its first call */
+	if (r->allow) {
+		char helper[PATH_MAX];
+
+		if (box_libexec_find("box-http", helper, sizeof(helper), err) < 0)
+			return -1;
+	}
 	r->timeout_ms = box_json_get_int(req, "timeout_ms", 30000);
 	if (r->timeout_ms > cap)
 		r->timeout_ms = cap;

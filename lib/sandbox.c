@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "sandbox.h"
+#include "libexec.h"
 #include "atomic.h"
 #include "base64.h"
 #include "buf.h"
@@ -103,7 +104,7 @@ static const char *libexec_dir(void)
 {
 	const char *d = getenv("BOX_LIBEXEC_DIR");
 
-	return d && *d ? d : BOX_PKGLIBEXECDIR;
+	return d && *d ? d : box_libexec_pkgdir();
 }
 
 static const cJSON *pdata(const struct sb *s, const char *key)
@@ -219,10 +220,8 @@ static cJSON *run_sbfiles(const char *const *args, struct box_err *err)
 	struct box_buf b;
 	cJSON *res;
 
-	box_fmt(path, sizeof(path), "%s/box-sbfiles", libexec_dir());
-	if (access(path, X_OK) < 0)
-		return box_err_sys(err, "the helper %s cannot be run (set BOX_LIBEXEC_DIR or "
-				   "reinstall box)", path), NULL;
+	if (box_libexec_find("box-sbfiles", path, sizeof(path), err) < 0)
+		return NULL;
 	argv[0] = "box-sbfiles";
 	for (i = 0; args[i] && i < 6; i++)
 		argv[i + 1] = args[i];
@@ -506,7 +505,8 @@ static void config_of(const struct sb *s, struct box_nsbox_config *c, struct mou
 	c->disk_bytes = lim(s, "disk_bytes", BOX_SANDBOX_DEFAULT_DISK);
 	c->mounts = ms ? ms->m : NULL;
 	c->nmounts = ms ? ms->n : 0;
-	box_fmt(tool_bin, sizeof(tool_bin), "%s/box-tool", libexec_dir());
+	if (box_libexec_find("box-tool", tool_bin, sizeof(tool_bin), &(struct box_err){ 0 }) < 0)
+		box_fmt(tool_bin, sizeof(tool_bin), "%s/box-tool", box_libexec_pkgdir());
 	c->tool_bin = box_json_get_str(pdata(s, "config"), "tools", NULL) ? tool_bin : NULL;
 	c->serve_fd = -1;
 	c->keeper_ctx = s;
@@ -1641,6 +1641,15 @@ cJSON *box_sandbox(const cJSON *req, const struct box_sandbox_io *io, struct box
 		box_err_set(err, BOX_E_USAGE, "unknown operation '%.32s'", op);
 		box_err_path(err, "$.op");
 		goto out;
+	}
+	/* the helper that lists /output after a command (and snapshots) is looked for before
+	 * anything is created or run: an exec that ran must never answer not_found, for its
+	 * caller would run it again */
+	if (strcmp(op, "exec") == 0 || strcmp(op, "snapshot") == 0 || strcmp(op, "restore") == 0) {
+		char helper[PATH_MAX];
+
+		if (box_libexec_find("box-sbfiles", helper, sizeof(helper), err) < 0)
+			goto out;
 	}
 	if (!id && strcmp(op, "create") == 0) {
 		gen_id(s->id);

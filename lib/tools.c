@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "tools.h"
+#include "libexec.h"
 #include "artifact.h"
 #include "buf.h"
 #include "json.h"
@@ -645,18 +646,23 @@ static int find_in_path(const char *name, const struct box_proc_env *env, char *
 
 int box_tool_find_box_run(char *out, size_t n, struct box_err *err)
 {
-	const char *path = getenv("PATH");
+	const char *path = getenv("PATH"), *self = box_libexec_self_dir();
 	int k;
 
+	/* beside the running binary first: the build tree's box-run for a build tree's
+	 * box-sandbox, the installed one for an installed one */
+	k = snprintf(out, n, "%s/box-run", self);
+	if (self[0] && k > 0 && (size_t)k < n && is_program(out))
+		return 0;
 	if (path && search_path(path, "box-run", out, n) == 0)
 		return 0;
-	k = snprintf(out, n, "%s/box-run", BOX_BINDIR);
+	k = snprintf(out, n, "%s/box-run", box_libexec_bindir());
 	if (k > 0 && (size_t)k < n && is_program(out))
 		return 0;
 	if (n)
 		out[0] = 0;
-	return box_err_set(err, BOX_E_NOT_FOUND, "box-run is neither in PATH nor in %s",
-			   BOX_BINDIR);
+	return box_err_set(err, BOX_E_NOT_FOUND, "box-run is neither beside this program, in PATH "
+			   "nor in %s", box_libexec_bindir());
 }
 
 /* The tool's own {"ok": false, "error": ...}: its words, but always a guest_error, since a

@@ -11,6 +11,7 @@
 #include <sys/un.h>
 
 #include "toolsrv.h"
+#include "libexec.h"
 #include "buf.h"
 #include "ipc.h"
 #include "json.h"
@@ -118,7 +119,7 @@ static cJSON *answer(const cJSON *req, const struct box_toolset *set,
 	if (t->lua_entry && !o->box_run)
 		return box_err_set(err, BOX_E_UNSUPPORTED, "tool %s is a Lua tool and the host "
 				   "found no box-run to run it (neither in PATH nor in %s)",
-				   t->name, BOX_BINDIR), NULL;
+				   t->name, box_libexec_bindir()), NULL;
 	res = box_tool_call(t, cJSON_GetObjectItemCaseSensitive(req, "input"), o, err);
 	if (!res)
 		return NULL;

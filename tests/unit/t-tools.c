@@ -9,6 +9,7 @@
 #include "ipc.h"
 #include "json.h"
 #include "tools.h"
+#include "libexec.h"
 #include "tap.h"
 #include "banned.h"
 
@@ -545,16 +546,16 @@ static void test_find_box_run(const char *builddir)
 
 	/* only BOX_BINDIR is left: found there when box is installed, not_found otherwise */
 	setenv("PATH", "/nonexistent:relative", 1);
-	snprintf(bindir, sizeof(bindir), "%s/box-run", BOX_BINDIR);
+	snprintf(bindir, sizeof(bindir), "%s/box-run", box_libexec_bindir());
 	box_err_init(&err);
 	rc = box_tool_find_box_run(out, sizeof(out), &err);
 	if (access(bindir, X_OK) == 0) {
-		is_int(rc, 0, "box-run not in PATH: the one in BOX_BINDIR");
+		is_int(rc, 0, "box-run not in PATH: the one in box_libexec_bindir()");
 		is_str(out, bindir, "... %s", bindir);
 	} else {
-		is_int(rc, -1, "box-run neither in PATH nor in BOX_BINDIR");
+		is_int(rc, -1, "box-run neither in PATH nor in box_libexec_bindir()");
 		is_int(err.code, BOX_E_NOT_FOUND, "... not_found");
-		ok(strstr(err.message, BOX_BINDIR) != NULL, "... names BOX_BINDIR: %s", err.message);
+		ok(strstr(err.message, box_libexec_bindir()) != NULL, "... names the bindir: %s", err.message);
 	}
 	if (saved)
 		setenv("PATH", saved, 1);
