@@ -228,6 +228,58 @@ static int apply_section(struct box_trust *t, const cJSON *sec, const char *file
 	return 0;
 }
 
+/* A section of another binary: its members and their types, not the names it gives. */
+static int check_shape(const cJSON *sec, const char *file, const char *name,
+		       struct box_err *err)
+{
+	struct box_trust shape;
+	struct box_field none[] = { { "session", BOX_F_STRING, 0, 0, 0, NULL, NULL, 0 },
+				    { NULL, 0, 0, 0, 0, NULL, NULL, 0 } };
+	const cJSON *it, *m;
+	char at[BOX_ERR_FIELD_MAX];
+	int r = 0;
+
+	if (!cJSON_IsObject(sec)) {
+		box_fmt(at, sizeof(at), "$.%s", name);
+		return bad(err, file, at, "expected an object");
+	}
+	cJSON_ArrayForEach(it, sec) {
+		box_fmt(at, sizeof(at), "$.%s.%s", name, it->string);
+		if (!strcmp(it->string, "agent") || !strcmp(it->string, "grant") ||
+		    !strcmp(it->string, "deny")) {
+			if (!cJSON_IsArray(it))
+				return bad(err, file, at, "expected an array of member names");
+			cJSON_ArrayForEach(m, it)
+				if (!cJSON_IsString(m))
+					return bad(err, file, at, "expected an array of member names");
+		} else if (!strcmp(it->string, "max")) {
+			if (!cJSON_IsObject(it))
+				return bad(err, file, at, "expected an object of member: integer");
+			cJSON_ArrayForEach(m, it) {
+				int64_t v;
+
+				if (!box_json_int64(m, &v) || v < 0)
+					return bad(err, file, at, "%s: expected an integer", m->string);
+			}
+		} else if (!strcmp(it->string, "set")) {
+			if (!cJSON_IsObject(it))
+				return bad(err, file, at, "expected an object of member: value");
+		} else if (!strcmp(it->string, "sessions")) {
+			box_trust_init(&shape);
+			shape.fields = none;
+			shape.nfields = 1;
+			r = sessions_map(&shape, it, file, at, err);
+			cJSON_Delete(shape.sessions);
+			if (r < 0)
+				return -1;
+		} else {
+			return bad(err, file, at, "unknown member (agent, grant, deny, max, set, "
+				   "sessions)");
+		}
+	}
+	return 0;
+}
+
 static int apply_policy(struct box_trust *t, const cJSON *pol, const char *binary,
 			const char *file, struct box_err *err)
 {
@@ -251,6 +303,14 @@ static int apply_policy(struct box_trust *t, const cJSON *pol, const char *binar
 	v = cJSON_GetObjectItemCaseSensitive(pol, "policy_version");
 	if (v && box_json_int_value(v, 0) != 1)
 		return bad(err, file, "$.policy_version", "only version 1 is known");
+	/* the other binaries' sections are checked for their shape, so that a broken policy
+	 * fails whichever binary reads it first */
+	for (k = 0; sections[k]; k++) {
+		it = cJSON_GetObjectItemCaseSensitive(pol, sections[k]);
+		if (it && strcmp(sections[k], binary) != 0 && strcmp(sections[k], "box-mcp") != 0 &&
+		    check_shape(it, file, sections[k], err) < 0)
+			return -1;
+	}
 	it = cJSON_GetObjectItemCaseSensitive(pol, binary);
 	return it ? apply_section(t, it, file, binary, err) : 0;
 }
@@ -521,7 +581,7 @@ int box_trust_sessions_check(const struct box_trust *t, const cJSON *agent, cons
 		return deny_session(err, "session", s, operator_session);
 	if (s && !box_trust_session_ok(t, operator_session, s))
 		return deny_session(err, "session", s, operator_session);
-	if (from && !box_trust_session_ok(t, NULL, from))
+	if (from && !box_trust_session_ok(t, operator_session, from))
 		return deny_session(err, "from", from, NULL);
 	if (!s && !operator_session && op && strcmp(op, "create") == 0 &&
 	    !box_trust_session_any(t)) {
