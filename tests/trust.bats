@@ -358,3 +358,13 @@ accepted() {
 	run -0 env -u BOX_LIBEXEC_DIR "$BOX_BUILDDIR/box-sandbox" exec bt -- sh -c 'echo x > /output/o; box-tool list'
 	jqe '.exit_code == 0 and (.stdout | test("echo")) and .outputs[0].path == "o"'
 }
+
+@test "share/schema: the agent's request schema of each binary is what --describe offers" {
+	local b
+	for b in box-run box-sandbox box-pack box-pull box-lock; do
+		run -0 jq -n --slurpfile a "$BATS_TEST_DIRNAME/../share/schema/$b.agent.json" \
+			--slurpfile d <("$b" --describe) \
+			'($a[0] | del(.["$id"], .title)) == ($d[0].input_schema | del(.["$id"], .title))'
+		assert_output true
+	done
+}
