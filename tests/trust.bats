@@ -368,3 +368,23 @@ accepted() {
 		assert_output true
 	done
 }
+
+@test "a second ./configure --prefix rebuilds what holds the install paths, and the binary looks there" {
+	[ -n "${BOX_BUILDDIR:-}" ] || skip "needs the build directory (make check sets BOX_BUILDDIR)"
+	make -s -C "$BOX_BUILDDIR" distdir distdir="$T/src" >/dev/null
+	cd "$T/src"
+	./configure -q --prefix="$T/p1" >/dev/null
+	make -s -j2 box-run box-http >/dev/null 2>&1
+	grep -qF "\"$T/p1/libexec/box\"" box-paths.h
+	./configure -q --prefix="$T/p2" >/dev/null
+	run -0 make -j2 box-run box-http
+	# the header changed, so what includes it was compiled again and box-run relinked
+	assert_output --partial 'lib/libexec.'
+	grep -qF "\"$T/p2/libexec/box\"" box-paths.h
+	mkdir -p "$T/p2/bin" "$T/p2/libexec/box"
+	cp box-run "$T/p2/bin/" && cp box-http "$T/p2/libexec/box/"
+	cd "$T" && rm -rf "$T/src"
+	run env -u BOX_LIBEXEC_DIR "$T/p2/bin/box-run" -a 'GET https://example.com' -e 'return type(http)'
+	[ "$status" -eq 0 ]
+	jqe '.result == "table"'
+}
