@@ -15,13 +15,7 @@ setup() {
 }
 
 teardown() {
-	local d
-	[ -d "$BOX_STATE_DIR/sandboxes" ] || return 0
-	for d in "$BOX_STATE_DIR"/sandboxes/*/; do
-		[ -d "$d" ] || continue
-		d=${d%/}
-		timeout 20 box-sandbox delete "${d##*/}" >/dev/null 2>&1 || true
-	done
+	sb_teardown
 }
 
 # members BIN [ARG...]: the request members --describe offers, one a line, sorted
