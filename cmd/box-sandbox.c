@@ -120,7 +120,8 @@ int main(int argc, char **argv)
 		return describe(req, rest, argc, argv);
 	box_err_init(&err);
 	/* the command line's session (a flag or the SESSION argument) binds an agent's request */
-	bound = box_json_get_str(box_cli_flags(), "session", NULL);
+	bound = box_json_get_str(box_cli_flags(), "session",
+				 box_json_get_str(box_cli_trust()->set, "session", NULL));
 	if (rest < argc)
 		set_str(req, "op", argv[rest++]);
 	op = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(req, "op"));

@@ -1669,6 +1669,16 @@ cJSON *box_sandbox(const cJSON *req, const struct box_sandbox_io *io, struct box
 		box_err_set(err, BOX_E_INVALID, "BOX_STATE_DIR must be an absolute path");
 		goto out;
 	}
+	/* an agent that may create nothing leaves nothing behind, not even a lock file: an
+	 * absent session is refused before the lock (and again under it, for a race) */
+	if (io && io->no_create) {
+		struct stat st;
+		char rec[PATH_MAX + 16];
+
+		box_fmt(rec, sizeof(rec), "%s/state.json", s->sdir);
+		if ((strcmp(op, "create") == 0 || lstat(rec, &st) < 0) && no_create(s, err))
+			goto out;
+	}
 	/* box_sbstate_lock makes the sessions directory when it is missing */
 	s->lockfd = box_sbstate_lock(s->dir, s->id, BOX_SANDBOX_LOCK_WAIT_MS, err);
 	if (s->lockfd < 0)

@@ -3,6 +3,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "trust.h"
 #include "buf.h"
@@ -315,16 +317,47 @@ static int apply_policy(struct box_trust *t, const cJSON *pol, const char *binar
 	return it ? apply_section(t, it, file, binary, err) : 0;
 }
 
+/* A member twice in one object: JSON readers disagree on which one counts, so a policy may
+ * not have any. Depth is bounded by the parser's BOX_JSON_MAX_DEPTH. */
+static int duplicate(const cJSON *v, char *at, size_t n)
+{
+	const cJSON *a, *b;
+
+	for (a = v ? v->child : NULL; a; a = a->next) {
+		if (cJSON_IsObject(v))
+			for (b = a->next; b; b = b->next)
+				if (strcmp(a->string, b->string) == 0) {
+					box_fmt(at, n, "%.200s", a->string);
+					return 1;
+				}
+		if ((cJSON_IsObject(a) || cJSON_IsArray(a)) && duplicate(a, at, n))
+			return 1;
+	}
+	return 0;
+}
+
 static int read_policy(const char *path, cJSON **out, struct box_err *err)
 {
 	struct box_buf b = BOX_BUF_INIT(BOX_TRUST_FILE_MAX);
-	int r = box_buf_read_file(&b, AT_FDCWD, path, err);
+	char at[256];
+	struct stat st;
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK), r;
+
+	if (fd < 0)
+		return box_err_sys(err, "policy %.300s", path);
+	/* a FIFO or a device would block or never end: a policy is a file */
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+		close(fd);
+		return box_err_set(err, BOX_E_USAGE, "policy %.300s: not a regular file", path);
+	}
+	r = box_buf_read_fd(&b, fd, err);
+	close(fd);
 
 	if (r < 0) {
 		if (err->code == BOX_E_LIMIT)
 			box_err_set(err, BOX_E_USAGE, "policy %.300s: larger than %d bytes", path,
 				    BOX_TRUST_FILE_MAX);
-		else {
+		else if (!strstr(err->message, "policy ")) {
 			char msg[BOX_ERR_MSG_MAX];
 
 			snprintf(msg, sizeof(msg), "%s", err->message);
@@ -341,6 +374,12 @@ static int read_policy(const char *path, cJSON **out, struct box_err *err)
 		snprintf(msg, sizeof(msg), "%s", err->message);
 		box_err_set(err, BOX_E_USAGE, "policy %.300s: %s", path, msg);
 		return -1;
+	}
+	if (duplicate(*out, at, sizeof(at))) {
+		cJSON_Delete(*out);
+		*out = NULL;
+		return box_err_set(err, BOX_E_USAGE, "policy %.300s: member %s is given twice",
+				   path, at);
 	}
 	return 0;
 }
@@ -396,7 +435,10 @@ int box_trust_may_set(const struct box_trust *t, const char *name)
 
 	if (i < 0 || t->fields[i].flag_only)
 		return 0;
-	return t->trust_request || t->agent[i];
+	if (t->trust_request)
+		return 1;
+	/* a value the policy sets is the operator's: the request cannot change it */
+	return t->agent[i] && !cJSON_GetObjectItemCaseSensitive(t->set, name);
 }
 
 int64_t box_trust_cap(const struct box_trust *t, const char *name, const cJSON *flags)
@@ -409,8 +451,10 @@ int64_t box_trust_cap(const struct box_trust *t, const char *name, const cJSON *
 		return INT64_MAX;
 	snprintf(key, sizeof(key), "max_%s", name);
 	j = field_index(t, key);
-	if (j >= 0 && t->fields[j].flag_only && flags &&
-	    box_json_int64(cJSON_GetObjectItemCaseSensitive(flags, key), &v))
+	/* the operator's cap member, from a flag or else from the policy's set */
+	if (j >= 0 && t->fields[j].flag_only &&
+	    (box_json_int64(cJSON_GetObjectItemCaseSensitive(flags, key), &v) ||
+	     box_json_int64(cJSON_GetObjectItemCaseSensitive(t->set, key), &v)))
 		return v;
 	return t->trust_request ? t->fields[i].max : t->cap[i];
 }
@@ -442,6 +486,14 @@ int box_trust_check(const struct box_trust *t, const cJSON *req, const cJSON *fl
 			continue;
 		f = &t->fields[i];
 		snprintf(path, sizeof(path), "$.%s", f->name);
+		/* what the command line sets is fixed; the session is checked by its binding */
+		if (!t->trust_request && flags && strcmp(f->name, "session") != 0 &&
+		    cJSON_GetObjectItemCaseSensitive(flags, f->name)) {
+			box_err_set(err, BOX_E_POLICY, "%s is set by the operator's command line, not "
+				    "the request's", f->name);
+			box_err_path(err, path);
+			return -1;
+		}
 		if (f->flag_only || !box_trust_may_set(t, f->name)) {
 			box_err_set(err, BOX_E_POLICY, "%s is the operator's to set (%s), not the "
 				    "request's", f->name, f->flag_only ? "on the command line only" :
@@ -492,7 +544,9 @@ cJSON *box_trust_schema(const struct box_trust *t, const cJSON *full, const cJSO
 		int64_t cap;
 
 		next = p->next;
-		if (i < 0 || !box_trust_may_set(t, p->string)) {
+		if (i < 0 || !box_trust_may_set(t, p->string) ||
+		    (!t->trust_request && strcmp(p->string, "session") != 0 &&
+		     cJSON_GetObjectItemCaseSensitive(flags, p->string))) {
 			cJSON_Delete(cJSON_DetachItemViaPointer(props, p));
 			continue;
 		}
@@ -542,7 +596,12 @@ int box_trust_session_ok(const struct box_trust *t, const char *operator_session
 
 	if (!name)
 		return 0;
-	if (box_trust_session_any(t) || (operator_session && strcmp(operator_session, name) == 0))
+	if (t->trust_request)
+		return 1;
+	/* a command line that names a session binds the request to it alone */
+	if (operator_session)
+		return strcmp(operator_session, name) == 0;
+	if (box_trust_session_any(t))
 		return 1;
 	cJSON_ArrayForEach(it, cJSON_GetObjectItemCaseSensitive(t->sessions, "names"))
 		if (cJSON_IsString(it) && strcmp(it->valuestring, name) == 0)
@@ -577,12 +636,10 @@ int box_trust_sessions_check(const struct box_trust *t, const cJSON *agent, cons
 		return 0;
 	s = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(agent, "session"));
 	from = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(agent, "from"));
-	if (s && operator_session && strcmp(s, operator_session) != 0)
-		return deny_session(err, "session", s, operator_session);
 	if (s && !box_trust_session_ok(t, operator_session, s))
 		return deny_session(err, "session", s, operator_session);
 	if (from && !box_trust_session_ok(t, operator_session, from))
-		return deny_session(err, "from", from, NULL);
+		return deny_session(err, "from", from, operator_session);
 	if (!s && !operator_session && op && strcmp(op, "create") == 0 &&
 	    !box_trust_session_any(t)) {
 		box_err_set(err, BOX_E_POLICY, "a request may not create a session of a new id: the "

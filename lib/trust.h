@@ -70,8 +70,9 @@ int64_t box_trust_cap(const struct box_trust *t, const char *name, const cJSON *
 
 /*
  * Checks the agent's request (already checked against the fields by box_json_check): every
- * member it sets must be one the agent may set, every integer at most its cap. null members
- * ask for the default and pass. Returns 0, or -1 with policy_denied and err->path
+ * member it sets must be one the agent may set and that neither the flags nor the policy's
+ * "set" give (but "session", which box_trust_sessions_check binds), every integer at most
+ * its cap. null members ask for the default and pass. Returns 0, or -1 with policy_denied and err->path
  * ("$.mount"); a value over its cap also carries limit, configured and unit.
  */
 int box_trust_check(const struct box_trust *t, const cJSON *req, const cJSON *flags,
@@ -82,17 +83,18 @@ int box_trust_apply(const struct box_trust *t, cJSON *req, struct box_err *err);
 
 /*
  * The request schema the agent sees: full (a request schema object, borrowed) less every
- * property the agent may not set, each integer's "maximum" lowered to its cap. Returns a new
+ * property the agent may not set (and those the flags or the policy's "set" fix), each
+ * integer's "maximum" lowered to its cap. Returns a new
  * object or NULL (OOM, err set).
  */
 cJSON *box_trust_schema(const struct box_trust *t, const cJSON *full, const cJSON *flags,
 			struct box_err *err);
 
 /*
- * box-sandbox's session binding. operator_session is the session the command line named
- * (NULL when none); name a session an agent request names. 1 if the agent may reach it:
- * --trust-request, the operator's session, one of the policy's names, one with its prefix,
- * or "any": true. 0 otherwise.
+ * box-sandbox's session binding. operator_session is the session the command line (or the
+ * policy's "set") names, NULL when none; name a session an agent request names. 1 if the
+ * agent may reach it: --trust-request; with an operator session, that one alone; else one
+ * of the policy's names, one with its prefix, or any with "any": true. 0 otherwise.
  */
 int box_trust_session_ok(const struct box_trust *t, const char *operator_session,
 			 const char *name);
@@ -106,9 +108,8 @@ int box_trust_may_create(const struct box_trust *t);
 
 /*
  * Checks the sessions an agent's request names (agent: the request as sent, NULL when there
- * was none, which passes) against the binding: its "session" and "from" members must be the
- * operator's session when the command line named one, else within the policy's names,
- * prefix or "any"; a request that names no session while the command line names none may
+ * was none, which passes) against the binding (box_trust_session_ok): its "session" and
+ * "from" members; a request that names no session while the command line names none may
  * only create one with a new id where "any" holds. Returns 0, or -1 with policy_denied and
  * the member's path.
  */

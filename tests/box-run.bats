@@ -144,8 +144,14 @@ start_httpd() {
 }
 
 @test "request: a flag given with --json overrides the request member" {
-	run_box_json '{"script": "while true do end", "timeout_ms": 60000, "cpu_ms": 60000}' --timeout-ms 200
+	# the operator's own request (--trust-request): the flag replaces the member
+	run_box_json '{"script": "while true do end", "timeout_ms": 60000, "cpu_ms": 60000}' \
+		--timeout-ms 200 --trust-request
 	assert_limit timeout wall 200 ms
+	# an agent's request may not set what the command line fixed, and is not offered it
+	run_box_json '{"script": "while true do end", "timeout_ms": 60000}' --timeout-ms 200
+	assert_fail policy_denied 4 '.error.path == "$.timeout_ms"'
+	run -0 jq -e '.input_schema.properties | has("timeout_ms") | not' <(box-run --describe --timeout-ms 200)
 }
 
 @test "request: malformed JSON is invalid_request on \$ (exit 2)" {

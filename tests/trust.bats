@@ -382,3 +382,59 @@ accepted() {
 	[ "$status" -eq 0 ]
 	jqe '.result == "table"'
 }
+
+@test "review findings: from, list, duplicate policy members, SCRIPT, fixed members, FIFOs" {
+	# a policy member given twice is refused wherever it is (readers disagree on which counts)
+	echo '{"box-run": {"grant": ["workspace"]}, "box-run": {"deny": ["workspace"]}}' >"$T/dup.json"
+	run_box_json '{"script": "return 1", "workspace": "/"}' --policy "$T/dup.json"
+	assert_fail usage 2 '.error.message | test("box-run is given twice")'
+	echo '{"box-run": {"max": {"timeout_ms": 1000, "timeout_ms": 60000}}}' >"$T/dup2.json"
+	run_box --policy "$T/dup2.json" -e 'return 1'
+	assert_fail usage 2 '.error.message | test("timeout_ms is given twice")'
+	# a FIFO is not a policy (it would block)
+	mkfifo "$T/fifo"
+	run timeout 5 box-run --policy "$T/fifo" -e 'return 1'
+	[ "$status" -eq 2 ]
+	# the operator's SCRIPT is not replaced by the agent's script, nor made an argument
+	echo 'return "operator"' >"$T/vetted.lua"
+	run_box_json '{"script": "return \"agent\""}' "$T/vetted.lua" a1
+	assert_fail policy_denied 4 '.error.path == "$.script"'
+	run_box_json '{"args": ["x"]}' "$T/vetted.lua"
+	assert_ok '.result == "operator"'
+	# a cap the policy's set gives is a cap, as the flag is
+	echo '{"box-run": {"set": {"max_timeout_ms": 5000}}}' >"$T/cap.json"
+	run_box_json '{"script": "return 1", "timeout_ms": 5001}' --policy "$T/cap.json"
+	assert_fail policy_denied 4 '.error.configured == 5000'
+	run -0 jq -e '.input_schema.properties.timeout_ms.maximum == 5000' <(box-run --describe --policy "$T/cap.json")
+	# a member the policy sets is the operator's
+	echo "{\"box-run\": {\"set\": {\"memory_bytes\": 1048576}}}" >"$T/set.json"
+	run_box_json '{"script": "return 1", "memory_bytes": 65536}' --policy "$T/set.json"
+	assert_fail policy_denied 4 '.error.path == "$.memory_bytes"'
+	run -0 jq -e '.input_schema.properties | has("memory_bytes") | not' <(box-run --describe --policy "$T/set.json")
+}
+
+@test "review findings: a bound agent reaches no other session by from or list, and a refused create leaves nothing" {
+	[ "$(id -u)" = 0 ] || skip "needs root"
+	BOX_PROG=box-sandbox
+	echo '{"box-sandbox": {"sessions": {"prefix": "v-"}}}' >"$T/pre.json"
+	run -0 box-sandbox write v-victim secret --content 'VICTIM SECRET'
+	run -0 box-sandbox snapshot v-victim
+	d=$(jq -r .digest <<<"$output")
+	run -0 box-sandbox create --session v-agent
+	run --separate-stderr box-sandbox --json --session v-agent --policy "$T/pre.json" \
+		<<<"{\"op\": \"restore\", \"from\": \"v-victim\", \"digest\": \"$d\"}"
+	assert_fail policy_denied 4 '.error.path == "$.from"'
+	run --separate-stderr box-sandbox --json --session v-agent --policy "$T/pre.json" <<<'{"op": "read", "path": "secret"}'
+	[ "$status" -ne 0 ]
+	refute_output --partial VICTIM
+	run --separate-stderr box-sandbox --json --session v-agent --policy "$T/pre.json" <<<'{"op": "list"}'
+	sb_ok '[.sessions[].session] == ["v-agent"]'
+	# create false: refused before any file is made, lock files included
+	echo '{"box-sandbox": {"sessions": {"prefix": "v-", "any": true, "create": false}}}' >"$T/nc.json"
+	for req in '{"op": "create", "session": "v-new"}' '{"op": "create"}' \
+		'{"op": "exec", "session": "v-new2", "argv": ["true"]}'; do
+		run --separate-stderr box-sandbox --json --policy "$T/nc.json" <<<"$req"
+		assert_fail policy_denied 4
+	done
+	[ "$(ls "$BOX_STATE_DIR/sandboxes" | sort | tr '\n' ' ')" = "v-agent v-agent.lock v-victim v-victim.lock " ]
+}
