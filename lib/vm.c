@@ -52,6 +52,8 @@ static struct {
 	int step;                     /* instructions in the running step */
 	int counting;
 	int trip_ref;                 /* registry ref of the sticky error message */
+	int ids_ref;                  /* registry ref of the weak table object → its number */
+	lua_Integer last_id;          /* the number tostring gave last */
 	int host_ref;                 /* registry ref of the last host error raised */
 	enum box_code host_code;      /* and its code */
 	struct box_err tool_err;      /* the last tool error raised, whole (limit, path...) */
@@ -205,6 +207,42 @@ static void on_sigprof(int sig)
 
 /* ------------------------------------------------------------------ strings without addresses */
 
+/* Pushes "table: 0x1", "function: 0x2"... (the __name of the metatable when it is a string):
+ * objects are numbered in the order they are first shown, so that tostring is an identity
+ * within the run that tells nothing of the address space. The numbers live in a weak table. */
+static void push_identity(lua_State *L, int idx)
+{
+	int base = lua_gettop(L);
+	const char *kind;
+	lua_Integer id;
+	char s[128];
+
+	if (luaL_getmetafield(L, idx, "__name") == LUA_TSTRING) {
+		kind = lua_tostring(L, -1);
+	} else {
+		lua_settop(L, base);
+		kind = luaL_typename(L, idx);
+	}
+	if (lua_rawgeti(L, LUA_REGISTRYINDEX, V.ids_ref) != LUA_TTABLE) {
+		/* before the environment is built: no number yet */
+		lua_settop(L, base);
+		lua_pushstring(L, luaL_typename(L, idx));
+		return;
+	}
+	lua_pushvalue(L, idx);
+	if (lua_rawget(L, -2) == LUA_TNUMBER) {
+		id = lua_tointeger(L, -1);
+	} else {
+		id = ++V.last_id;
+		lua_pushvalue(L, idx);
+		lua_pushinteger(L, id);
+		lua_rawset(L, -4);
+	}
+	snprintf(s, sizeof(s), "%.100s: 0x%llx", kind, (unsigned long long)id);
+	lua_settop(L, base);
+	lua_pushstring(L, s);
+}
+
 static const char *safe_tolstring(lua_State *L, int idx, size_t *len)
 {
 	idx = lua_absindex(L, idx);
@@ -229,15 +267,8 @@ static const char *safe_tolstring(lua_State *L, int idx, size_t *len)
 			break;
 		}
 		/* fall through */
-	default: {
-		int t = luaL_getmetafield(L, idx, "__name");
-
-		if (t == LUA_TSTRING)
-			break;
-		if (t != LUA_TNIL)
-			lua_pop(L, 1);
-		lua_pushstring(L, luaL_typename(L, idx));
-	}
+	default:
+		push_identity(L, idx);
 	}
 	return lua_tolstring(L, -1, len);
 }
@@ -249,7 +280,11 @@ static int l_tostring(lua_State *L)
 	return 1;
 }
 
-/* string.format without %p, and with %s of tables and functions through safe_tolstring */
+static lua_CFunction str_format;
+
+/* string.format without %p, and with %s of tables and functions through safe_tolstring. The
+ * original runs in this very call, not through lua_call, so that its errors name 'format' and
+ * the script's line as they do in Lua. */
 static int l_format(lua_State *L)
 {
 	size_t n;
@@ -274,10 +309,7 @@ static int l_format(lua_State *L)
 			lua_replace(L, arg);
 		}
 	}
-	lua_pushvalue(L, lua_upvalueindex(1));
-	lua_insert(L, 1);
-	lua_call(L, top, 1);
-	return 1;
+	return str_format(L);
 }
 
 /* ------------------------------------------------------------------ print */
@@ -311,27 +343,23 @@ static void out_append(const char *s, size_t n)
 static int l_print(lua_State *L)
 {
 	int n = lua_gettop(L), i;
+	size_t len;
+	const char *s;
 	luaL_Buffer b;
 
+	/* the buffer may live on the stack: every piece is pushed above it and taken with
+	 * luaL_addvalue, which is the only way to add a value that sits on top */
 	luaL_buffinit(L, &b);
 	for (i = 1; i <= n; i++) {
-		size_t len;
-		const char *s;
-
 		if (i > 1)
 			luaL_addchar(&b, '\t');
-		s = safe_tolstring(L, i, &len);
-		luaL_addlstring(&b, s, len);
-		lua_pop(L, 1);
+		safe_tolstring(L, i, NULL);
+		luaL_addvalue(&b);
 	}
 	luaL_addchar(&b, '\n');
 	luaL_pushresult(&b);
-	{
-		size_t len;
-		const char *s = lua_tolstring(L, -1, &len);
-
-		out_append(s, len);
-	}
+	s = lua_tolstring(L, -1, &len);
+	out_append(s, len);
 	return 0;
 }
 
@@ -1302,6 +1330,13 @@ static void build_env(lua_State *L)
 	luaL_requiref(L, LUA_OSLIBNAME, luaopen_os, 1);
 	lua_settop(L, 0);
 
+	lua_newtable(L);
+	lua_createtable(L, 0, 1);
+	lua_pushliteral(L, "k");
+	lua_setfield(L, -2, "__mode");
+	lua_setmetatable(L, -2);
+	V.ids_ref = luaL_ref(L, LUA_REGISTRYINDEX);
+
 	lua_pushglobaltable(L);
 	for (i = 0; drop[i]; i++) {
 		lua_pushnil(L);
@@ -1327,7 +1362,9 @@ static void build_env(lua_State *L)
 	lua_pushnil(L);
 	lua_setfield(L, -2, "dump");
 	lua_getfield(L, -1, "format");
-	lua_pushcclosure(L, l_format, 1);
+	str_format = lua_tocfunction(L, -1);
+	lua_pop(L, 1);
+	lua_pushcfunction(L, l_format);
 	lua_setfield(L, -2, "format");
 	lua_pop(L, 1);
 	lua_pushliteral(L, "");
@@ -1426,12 +1463,16 @@ static int setup(lua_State *L)
 
 static int pmain(lua_State *L)
 {
-	int nargs = cJSON_GetArraySize(V.c->args), i;
+	const cJSON *a;
+	int nargs = 0;
 
 	lua_settop(L, 0);
 	setup(L);
-	for (i = 0; i < nargs; i++)
-		push_json(L, cJSON_GetArrayItem(V.c->args, i), 1);
+	/* one walk of the list: cJSON_GetArrayItem(i) would walk it again for every i */
+	cJSON_ArrayForEach(a, V.c->args) {
+		push_json(L, a, 1);
+		nargs++;
+	}
 	lua_call(L, nargs, 1);
 	return 1;
 }
@@ -1539,6 +1580,7 @@ void box_vm_run(const struct box_vm_config *c)
 	memset(&V, 0, sizeof(V));
 	memset(&fin, 0, sizeof(fin));
 	V.c = c;
+	V.ids_ref = LUA_NOREF;
 	box_buf_init(&V.reply, (size_t)c->memory_bytes + 1024);
 	box_buf_init(&fin.result, (size_t)c->max_result_bytes);
 
