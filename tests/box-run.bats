@@ -320,6 +320,34 @@ EOF
 	assert_equal "$(cat "$WS/a")" 12345678
 }
 
+# Appending 15 MB in 4000-byte pieces wrote 1080 MiB on the host when every append rewrote
+# the file; the bytes written (wchar of the processes, summed into the shell that waited for
+# them) now stay near the bytes appended.
+@test "fs.append writes only the appended bytes on the host: 15 MB in 3840 pieces" {
+	sh -c 'box-run -w "$WS" -e "local p = (\"x\"):rep(3999) .. \"\\n\"
+		for i = 1, 3840 do fs.append(\"log\", p) end
+		return fs.stat(\"log\").size" >"$T/out"; cat /proc/$$/io' >"$T/io"
+	run --separate-stderr cat "$T/out"
+	assert_ok '.result == 15360000'
+	[ "$(stat -c %s "$WS/log")" = 15360000 ]
+	local wchar
+	wchar=$(sed -n 's/^wchar: //p' "$T/io")
+	echo "wchar $wchar"
+	[ "$wchar" -ge 15360000 ]
+	[ "$wchar" -lt 20000000 ]
+	[ "$(tr -d x <"$WS/log" | wc -c)" = 3840 ]
+}
+
+@test "fs.append: the quota still holds for appends in place" {
+	run_box -w "$WS" --max-write-bytes 1000 -e '
+		for i = 1, 99 do fs.append("log", "0123456789") end
+		local ok, e = pcall(fs.append, "log", "01234567890")
+		return "escaped"'
+	assert_limit limit_exceeded write_bytes 1000 bytes '.error.path == "/log"'
+	refute_output --partial 'escaped'
+	[ "$(stat -c %s "$WS/log")" = 990 ]
+}
+
 @test "limit: max_result_bytes refuses a return value too large as JSON" {
 	run_box --max-result-bytes 10 -e 'return ("x"):rep(100)'
 	assert_limit limit_exceeded result_bytes 10 bytes
