@@ -53,6 +53,7 @@ static struct {
 	int counting;
 	int trip_ref;                 /* registry ref of the sticky error message */
 	int ids_ref;                  /* registry ref of the weak table object → its number */
+	int object_mt_ref;            /* registry ref of the metatable of json.object() */
 	lua_Integer last_id;          /* the number tostring gave last */
 	int host_ref;                 /* registry ref of the last host error raised */
 	enum box_code host_code;      /* and its code */
@@ -587,9 +588,33 @@ static int cmp_keys(const void *a, const void *b)
 	return c ? c : (x->n > y->n) - (x->n < y->n);
 }
 
+enum json_kind { KIND_ANY, KIND_OBJECT, KIND_ARRAY };
+
+/* What the __jsontype field of the table's metatable asks for ("object" or "array", as
+ * json.object and json.array set it, and as dkjson reads it). Raw reads only: no code of the
+ * script runs. */
+static enum json_kind json_kind(lua_State *L, int idx)
+{
+	enum json_kind k = KIND_ANY;
+
+	if (luaL_getmetafield(L, idx, "__jsontype") == LUA_TNIL)
+		return k;
+	if (lua_type(L, -1) == LUA_TSTRING) {
+		const char *s = lua_tostring(L, -1);
+
+		if (strcmp(s, "object") == 0)
+			k = KIND_OBJECT;
+		else if (strcmp(s, "array") == 0)
+			k = KIND_ARRAY;
+	}
+	lua_pop(L, 1);
+	return k;
+}
+
 static int table_to_json(struct conv *cv, lua_State *L, int idx)
 {
 	lua_Integer count = 0, maxi = 0;
+	enum json_kind kind;
 	int is_array = 1, i, r = 0;
 	struct key { const char *s; size_t n; int idx; } *keys = NULL;
 	int base;
@@ -602,6 +627,7 @@ static int table_to_json(struct conv *cv, lua_State *L, int idx)
 	if (!lua_checkstack(L, 8))
 		return conv_fail(cv, BOX_E_LIMIT, "value nested too deeply");
 	cv->stack[cv->depth++] = lua_topointer(L, idx);
+	kind = json_kind(L, idx);
 
 	/* raw traversal: no __pairs, no __index */
 	lua_pushnil(L);
@@ -620,7 +646,11 @@ static int table_to_json(struct conv *cv, lua_State *L, int idx)
 			return conv_fail(cv, BOX_E_LIMIT, "value too large for JSON");
 		}
 	}
-	if (count == 0 || (is_array && maxi == count)) {
+	if (kind == KIND_ARRAY && !(is_array && maxi == count)) {
+		cv->depth--;
+		return conv_fail(cv, BOX_E_GUEST, "table marked as an array is not a sequence 1..n");
+	}
+	if (kind != KIND_OBJECT && (count == 0 || (is_array && maxi == count))) {
 		size_t old;
 
 		r = put(cv, "[", 1);
@@ -782,6 +812,9 @@ static void push_json(lua_State *L, const cJSON *v, int depth)
 		}
 	} else if (cJSON_IsObject(v)) {
 		lua_createtable(L, 0, cJSON_GetArraySize(v));
+		/* marked, so that {} goes back out as {} */
+		lua_rawgeti(L, LUA_REGISTRYINDEX, V.object_mt_ref);
+		lua_setmetatable(L, -2);
 		cJSON_ArrayForEach(it, v) {
 			lua_pushstring(L, it->string);
 			push_json(L, it, depth + 1);
@@ -790,6 +823,22 @@ static void push_json(lua_State *L, const cJSON *v, int depth)
 	} else {
 		lua_pushnil(L);
 	}
+}
+
+/* json.object([t]) and json.array([t]): t (or a new table) with the metatable that says
+ * which JSON it becomes; upvalue 1 is that metatable. */
+static int l_json_mark(lua_State *L)
+{
+	if (lua_isnoneornil(L, 1)) {
+		lua_settop(L, 0);
+		lua_newtable(L);
+	} else {
+		luaL_checktype(L, 1, LUA_TTABLE);
+		lua_settop(L, 1);
+	}
+	lua_pushvalue(L, lua_upvalueindex(1));
+	lua_setmetatable(L, 1);
+	return 1;
 }
 
 /* the tree is freed by a __gc-free userdata box, so that a Lua error in push_json leaks nothing */
@@ -1319,6 +1368,7 @@ static void build_env(lua_State *L)
 		"io", "package", "debug", "module", "setfenv", "getfenv", "unpack", NULL
 	};
 	static const char *const os_keep[] = { "time", "date", "clock", "difftime", NULL };
+	static const char *const added[] = { "json", "base64", "fs", "http", "tools", NULL };
 	int i;
 
 	luaL_requiref(L, LUA_GNAME, luaopen_base, 1);
@@ -1391,10 +1441,22 @@ static void build_env(lua_State *L)
 			{ "encode", l_b64_encode }, { "decode", l_b64_decode }, { NULL, NULL }
 		};
 
-		lua_createtable(L, 0, 3);
+		lua_createtable(L, 0, 5);
 		set_funcs(L, json_f);
 		lua_pushlightuserdata(L, &json_null_tag);
 		lua_setfield(L, -2, "null");
+		lua_createtable(L, 0, 1);
+		lua_pushliteral(L, "object");
+		lua_setfield(L, -2, "__jsontype");
+		lua_pushvalue(L, -1);
+		V.object_mt_ref = luaL_ref(L, LUA_REGISTRYINDEX);
+		lua_pushcclosure(L, l_json_mark, 1);
+		lua_setfield(L, -2, "object");
+		lua_createtable(L, 0, 1);
+		lua_pushliteral(L, "array");
+		lua_setfield(L, -2, "__jsontype");
+		lua_pushcclosure(L, l_json_mark, 1);
+		lua_setfield(L, -2, "array");
 		lua_setfield(L, 1, "json");
 		lua_createtable(L, 0, 2);
 		set_funcs(L, b64_f);
@@ -1424,6 +1486,15 @@ static void build_env(lua_State *L)
 	if (V.c->has_tools) {
 		install_tools(L);
 		lua_setfield(L, 1, "tools");
+	}
+	/* where Lua looks up the name of a function that an error names ('json.decode', as
+	 * 'string.rep'): box's libraries join the standard ones; the script never sees it */
+	luaL_getsubtable(L, LUA_REGISTRYINDEX, LUA_LOADED_TABLE);
+	for (i = 0; added[i]; i++) {
+		if (lua_getfield(L, 1, added[i]) == LUA_TTABLE)
+			lua_setfield(L, -2, added[i]);
+		else
+			lua_pop(L, 1);
 	}
 	lua_settop(L, 0);
 }
@@ -1581,6 +1652,7 @@ void box_vm_run(const struct box_vm_config *c)
 	memset(&fin, 0, sizeof(fin));
 	V.c = c;
 	V.ids_ref = LUA_NOREF;
+	V.object_mt_ref = LUA_NOREF;
 	box_buf_init(&V.reply, (size_t)c->memory_bytes + 1024);
 	box_buf_init(&fin.result, (size_t)c->max_result_bytes);
 

@@ -930,6 +930,46 @@ EOF
 	assert_ok '.result[0] == false and (.result[1] | test("cycle")) and .result[2] == false'
 }
 
+@test "json: json.object() and json.array() say what an empty table becomes" {
+	run_box -e '
+		local o, a = json.object(), json.array()
+		local filled = json.object({1, 2})
+		local ok, e = pcall(json.encode, json.array({x = 1}))
+		local ok2, e2 = pcall(json.object, 5)
+		return {json.encode(o), json.encode(a), json.encode({}), json.encode(filled),
+			json.encode(json.array({1, 2})), ok, e, ok2, e2, o, a,
+			json.encode(setmetatable({}, {__jsontype = "object"})),
+			json.encode({x = setmetatable({}, {__jsontype = "array"})}),
+			json.object() ~= json.object()}'
+	assert_ok '.result == ["{}", "[]", "[]", "{\"1\":1,\"2\":2}", "[1,2]", false,
+		"json.encode: table marked as an array is not a sequence 1..n at $",
+		false, "bad argument #1 to '"'json.object'"' (table expected, got number)",
+		{}, [], "{}", "{\"x\":[]}", true]'
+}
+
+@test "json: what json.decode made goes back out the same: {} stays {}" {
+	run_box -e '
+		local texts = {"{}", "[]", "{\"a\":{},\"b\":[],\"c\":[{},[]],\"d\":{\"e\":{}}}",
+			"[{}]", "{\"1\":\"x\"}"}
+		local out = {}
+		for i, t in ipairs(texts) do out[i] = json.encode(json.decode(t)) == t end
+		local d = json.decode("{}")
+		d[1] = "still an object"
+		out[#out + 1] = json.encode(d)
+		return {out, json.decode("{\"k\":{}}")}'
+	assert_ok '.result == [[true, true, true, true, true, "{\"1\":\"still an object\"}"], {"k": {}}]'
+}
+
+@test "json: \\u0000 in a JSON string is refused with its error; encoding a NUL is fine" {
+	run_box -e '
+		local ok, e = pcall(json.decode, "[\"a\\u0000b\"]")
+		return {ok, e, json.encode("a\0b"), "a\0b"}'
+	assert_ok '.result == [false, "json.decode: JSON strings containing \\u0000 are not supported",
+		"\"a\\u0000b\"", "a\u0000b"]'
+	run_box_json '{"script": "return ...", "args": ["a\u0000b"]}'
+	assert_fail invalid_request 2 '.error.message | test("u0000")'
+}
+
 @test "base64: encode and decode round trip binary data" {
 	run_box -e '
 		local raw = "\0\1\2\255hello"
