@@ -622,7 +622,8 @@ static void emit_print(struct run *r, const struct box_buf *payload)
 	ev = cJSON_CreateObject();
 	if (ev) {
 		cJSON_AddStringToObject(ev, "event", "stdout");
-		cJSON_AddStringToObject(ev, "data", clean.data ? clean.data : "");
+		cJSON_AddItemToObject(ev, "data", box_json_string_n(clean.data ? clean.data : "",
+								      clean.len));
 		r->hooks->on_event(r->hooks->ctx, ev);
 	}
 	cJSON_Delete(ev);
@@ -797,7 +798,8 @@ static cJSON *build_result(struct run *r, int status, const struct rusage *ru, i
 	}
 	cJSON_AddBoolToObject(res, "ok", !failed);
 	cJSON_AddBoolToObject(res, "success", !failed);
-	cJSON_AddStringToObject(res, "stdout", out.data ? out.data : "");
+	/* printed NUL bytes stay: a cJSON string would end at the first one */
+	cJSON_AddItemToObject(res, "stdout", box_json_string_n(out.data ? out.data : "", out.len));
 	if (val)
 		cJSON_AddItemToObject(res, "result", val);
 	cJSON_AddBoolToObject(res, "truncated", r->shm->truncated != 0);

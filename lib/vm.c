@@ -404,7 +404,7 @@ static int l_resume(lua_State *L)
 	lua_State *co = lua_tothread(L, 1);
 	int r;
 
-	luaL_argexpected(L, co, 1, "coroutine");
+	luaL_argexpected(L, co, 1, "thread");  /* as lcorolib says it */
 	r = resume(L, co, lua_gettop(L) - 1);
 	if (r < 0) {
 		lua_pushboolean(L, 0);

@@ -701,6 +701,14 @@ EOF
 		$l[3] == "" and (.stdout | length) == .stats.output_bytes and .lossy == false'
 }
 
+@test "print: NUL bytes stay in stdout and in the events" {
+	run_box -e 'print("a\0b", "\0") print(("\0"):rep(3))'
+	assert_ok '.stdout == "a\u0000b\t\u0000\n\u0000\u0000\u0000\n" and .stats.output_bytes == 10 and .lossy == false'
+	run_box --events -e 'print("x\0y")'
+	assert_equal "$status" 0
+	assert_line --index 0 '{"event":"stdout","data":"x\u0000y\n"}'
+}
+
 @test "print: 250 arguments and 10000 calls of long lines, counted exactly" {
 	run_box --max-output-bytes 300000 -e '
 		local args = {}
