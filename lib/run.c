@@ -142,6 +142,16 @@ static void child(struct run *r, int sock)
 	if (box_jail_vm(&lim, &err) < 0)
 		_exit(126);
 	box_vm_run(&c);
+	/* the answer is sent: this process ends when the broker is done with it (it closes the
+	 * socket, kills it, or exits: PDEATHSIG), so that tearing it down never delays the
+	 * answer */
+	for (;;) {
+		char byte;
+		ssize_t got = read(3, &byte, 1);
+
+		if (got == 0 || (got < 0 && errno != EINTR))
+			break;
+	}
 	_exit(0);
 }
 
@@ -946,14 +956,15 @@ cJSON *box_run(const cJSON *req, const struct box_run_hooks *hooks, struct box_e
 		http_stop(&r);
 		goto out_shm;
 	}
-	/* done, timed out or dead: in every case nothing of the child may outlive the run */
-	kill(r.pid, SIGKILL);
 	if (r.got_final && !r.timed_out) {
-		/* the answer is complete: hand it over first, then wait for the teardown */
+		/* the answer is complete: hand it over first (a caller that exits there leaves the
+		 * child to PDEATHSIG), then end the child and wait for its teardown */
 		res = build_result(&r, 0, NULL, box_now_ms() - r.start, err);
 		if (res && hooks && hooks->on_result)
 			hooks->on_result(hooks->ctx, res);
 	}
+	/* done, timed out or dead: in every case nothing of the child may outlive the run */
+	kill(r.pid, SIGKILL);
 	while (wait4(r.pid, &status, 0, &ru) < 0 && errno == EINTR)
 		;
 	close(r.sock);
