@@ -742,6 +742,27 @@ EOF
 	assert_fail guest_error 1 '.error.message == "script:1: bad argument #2 to '"'format'"' (number expected, got string)"'
 }
 
+@test "env: box's own functions are named in their errors as the standard ones are" {
+	run_box -w "$WS" -e '
+		local r = {}
+		for _, f in ipairs({json.encode, json.decode, base64.encode, base64.decode, fs.read,
+				fs.write, fs.append, fs.exists}) do
+			r[#r + 1] = select(2, pcall(f))
+		end
+		r[#r + 1] = select(2, pcall(function() return base64.decode({}) end))
+		return r'
+	assert_ok '.result == [
+		"bad argument #1 to '"'json.encode'"' (value expected)",
+		"bad argument #1 to '"'json.decode'"' (string expected, got no value)",
+		"bad argument #1 to '"'base64.encode'"' (string expected, got no value)",
+		"bad argument #1 to '"'base64.decode'"' (string expected, got no value)",
+		"bad argument #1 to '"'fs.read'"' (string expected, got no value)",
+		"bad argument #1 to '"'fs.write'"' (string expected, got no value)",
+		"bad argument #1 to '"'fs.append'"' (string expected, got no value)",
+		"bad argument #1 to '"'fs.exists'"' (string expected, got no value)",
+		"script:7: bad argument #1 to '"'decode'"' (string expected, got table)"]'
+}
+
 @test "env: string.format %p is refused, also as a method and with flags" {
 	local code
 	for code in 'return string.format("%p", {})' 'return ("%p"):format(print)' \
