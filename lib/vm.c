@@ -1745,6 +1745,7 @@ void box_vm_run(const struct box_vm_config *c)
 		setitimer(ITIMER_PROF, &off, NULL);
 	}
 	send_final(&fin);
+	box_buf_release(&fin.result);
 	/* no lua_close: finalizers of the script would run unbounded; the process ends here */
 }
 
