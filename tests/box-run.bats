@@ -1306,8 +1306,9 @@ RACE_SCRIPT='
 # Known limit, documented in box-run(1): while another process keeps renaming a hard link to an
 # outside file over a workspace name, ext4 can report a passing link count mid-rename, so a
 # read can (rarely: about 1 in 10^4 here) return the outside file. Writes never reach it: write
-# and append replace the name and never write an existing inode. This test holds the write
-# side; the read side is the open issue it names.
+# and a first append replace the name, and later appends write in place only into the file the
+# first one created, while the name still leads to it. This test holds the write side; the read
+# side is the open issue it names.
 @test "workspace: a hard link swapped in while the script runs is never written through" {
 	echo 'TOPSECRET-race' >"$OUTSIDE/secret.txt"
 	local before
