@@ -143,6 +143,16 @@ static void child(struct run *r, int sock)
 	if (box_jail_vm(&lim, &err) < 0)
 		_exit(126);
 	box_vm_run(&c);
+	/* the answer is sent: this process ends when the broker is done with it (it closes the
+	 * socket, kills it, or exits: PDEATHSIG), so that tearing it down never delays the
+	 * answer */
+	for (;;) {
+		char byte;
+		ssize_t got = read(3, &byte, 1);
+
+		if (got == 0 || (got < 0 && errno != EINTR))
+			break;
+	}
 	_exit(0);
 }
 
@@ -617,7 +627,8 @@ static void emit_print(struct run *r, const struct box_buf *payload)
 	ev = cJSON_CreateObject();
 	if (ev) {
 		cJSON_AddStringToObject(ev, "event", "stdout");
-		cJSON_AddStringToObject(ev, "data", clean.data ? clean.data : "");
+		cJSON_AddItemToObject(ev, "data", box_json_string_n(clean.data ? clean.data : "",
+								      clean.len));
 		r->hooks->on_event(r->hooks->ctx, ev);
 	}
 	cJSON_Delete(ev);
@@ -792,7 +803,8 @@ static cJSON *build_result(struct run *r, int status, const struct rusage *ru, i
 	}
 	cJSON_AddBoolToObject(res, "ok", !failed);
 	cJSON_AddBoolToObject(res, "success", !failed);
-	cJSON_AddStringToObject(res, "stdout", out.data ? out.data : "");
+	/* printed NUL bytes stay: a cJSON string would end at the first one */
+	cJSON_AddItemToObject(res, "stdout", box_json_string_n(out.data ? out.data : "", out.len));
 	if (val)
 		cJSON_AddItemToObject(res, "result", val);
 	cJSON_AddBoolToObject(res, "truncated", r->shm->truncated != 0);
@@ -946,14 +958,15 @@ cJSON *box_run(const cJSON *req, const struct box_run_hooks *hooks, struct box_e
 		http_stop(&r);
 		goto out_shm;
 	}
-	/* done, timed out or dead: in every case nothing of the child may outlive the run */
-	kill(r.pid, SIGKILL);
 	if (r.got_final && !r.timed_out) {
-		/* the answer is complete: hand it over first, then wait for the teardown */
+		/* the answer is complete: hand it over first (a caller that exits there leaves the
+		 * child to PDEATHSIG), then end the child and wait for its teardown */
 		res = build_result(&r, 0, NULL, box_now_ms() - r.start, err);
 		if (res && hooks && hooks->on_result)
 			hooks->on_result(hooks->ctx, res);
 	}
+	/* done, timed out or dead: in every case nothing of the child may outlive the run */
+	kill(r.pid, SIGKILL);
 	while (wait4(r.pid, &status, 0, &ru) < 0 && errno == EINTR)
 		;
 	close(r.sock);

@@ -71,6 +71,15 @@ lua_tool_lock() {
 	assert_ok '.result == [true, true] and .stats.host_calls == 2'
 }
 
+@test "an empty object reaches a tool as {}: json.object(), and what json.decode made" {
+	run_box --tools "$M" -e '
+		local r = tools.echo({opts = json.object(), list = json.array(), plain = {},
+			back = json.decode("{\"e\": {}}")})
+		return {json.encode(r.got), json.encode(tools.echo(r.got).got)}'
+	assert_ok '.result[0] == "{\"back\":{\"e\":{}},\"list\":[],\"opts\":{},\"plain\":[]}" and
+		.result[1] == .result[0]'
+}
+
 @test "a tool that times out is a timeout (exit 3) with its timeout_ms" {
 	local t0=$(now_ms)
 	run_box --tools "$M" -e 'return tools.sleep()'
