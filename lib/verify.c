@@ -482,8 +482,7 @@ static int rehash(const struct box_verify_pin *pin, const char *hex, const char 
 	po.max_stdout = 64 * 1024;
 	if (box_proc_run(&po, &pr, err) < 0) {
 		e = *err;
-		box_err_set(err, e.code == BOX_E_NOT_FOUND ? BOX_E_NOT_FOUND : BOX_E_IO,
-			    "the verify helper cannot be run (set BOX_LIBEXEC_DIR or reinstall "
+		box_err_set(err, BOX_E_IO, "the verify helper cannot be run (set BOX_LIBEXEC_DIR or reinstall "
 			    "box): %.300s", e.message);
 		goto out;
 	}
