@@ -140,6 +140,12 @@ int main(int argc, char **argv)
 		cJSON_Delete(list);
 		return status;
 	}
+	if (!cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(list, "ok"))) {
+		/* the host has no tools to offer, and says why (a store entry that changed) */
+		status = emit(list) < 0 ? 8 : reply_status(list);
+		cJSON_Delete(list);
+		return status;
+	}
 	cJSON_ArrayForEach(t, cJSON_GetObjectItemCaseSensitive(list, "tools"))
 		if (strcmp(box_json_get_str(t, "name", ""), argv[1]) == 0)
 			tool = t;
