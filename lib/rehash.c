@@ -1,4 +1,3 @@
-#include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -132,16 +131,8 @@ int box_rehash_entry(int shafd, const char *hex, const char *expected,
 	memset(st, 0, sizeof(*st));
 	box_verify_cache_init(&old);
 	box_verify_cache_init(&now);
-	entfd = openat(shafd, hex, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	if (entfd < 0) {
-		if (errno == ENOENT)
-			return box_err_set(err, BOX_E_NOT_FOUND, "store entry sha256:%.64s is missing",
-					   hex);
-		if (errno == ENOTDIR || errno == ELOOP)
-			return box_err_set(err, BOX_E_INTEGRITY,
-					   "store entry sha256:%.64s is not a directory", hex);
-		return box_err_sys(err, "cannot open store entry sha256:%.64s", hex);
-	}
+	if ((entfd = box_verify_open_entry(shafd, hex, err)) < 0)
+		return -1;
 	r = box_verify_cache_read(shafd, hex, &old, err);
 	if (r < 0)
 		goto out;

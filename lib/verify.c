@@ -412,7 +412,7 @@ static int64_t count_entries(int entfd, const char *path)
 	return n;
 }
 
-static int open_entry(int shafd, const char *hex, struct box_err *err)
+int box_verify_open_entry(int shafd, const char *hex, struct box_err *err)
 {
 	int fd = openat(shafd, hex, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 
@@ -433,7 +433,7 @@ int box_verify_warm(int shafd, const char *hex, const char *expected, struct box
 	size_t i;
 	int entfd, r;
 
-	if ((entfd = open_entry(shafd, hex, err)) < 0)
+	if ((entfd = box_verify_open_entry(shafd, hex, err)) < 0)
 		return -1;
 	box_verify_cache_init(&c);
 	r = box_verify_cache_read(shafd, hex, &c, err);

@@ -82,6 +82,10 @@ int box_verify_expected(int shafd, const char *hex, const char *tree,
  */
 int box_verify_warm(int shafd, const char *hex, const char *expected, struct box_err *err);
 
+/* Opens the entry hex in shafd as a directory (O_NOFOLLOW). Returns the fd, or -1 with
+ * not_found (missing), integrity_failed (a symlink or not a directory) or io_error. */
+int box_verify_open_entry(int shafd, const char *hex, struct box_err *err);
+
 /* ------------------------------------------------------------------ the stat cache */
 
 /* One entry of the cache. path is relative ("" for the root of the tree). */
