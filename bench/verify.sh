@@ -7,8 +7,9 @@
 #                  a pulled artifact, one call (two checks: at load and before the call)
 #   warm check     bench/verify-loop: N box_verify_entry of that entry (the stat cache
 #                  vouches; no helper runs), minus the same program doing 0, per check
-#   cold check     the box-verify helper once, as after a touch of the entry (every stat
-#                  changed, no content): what a call pays when the cache cannot vouch
+#   cold check     the box-verify helper once with the cache in place (its start, the walk,
+#                  every content digest reused, the cache rewritten): the least a call pays
+#                  when the warm check cannot vouch (plus reading what changed)
 #
 # Both are reported for a small artifact (3 files) and a large one (FILES files, default 300).
 # Needs a C compiler, hyperfine, python3, pkg-config. BENCH_RUNS (default 20), BENCH_CHECKS
@@ -83,7 +84,7 @@ bench() {
 	echo "== $name artifact ($((n + 2)) files)"
 	echo "box-run --tools box.lock, one tool call: $(us "$call") µs"
 	echo "warm check: $warm µs each, 2 per call = $(pct "$(python3 -c "print(2 * $warm)")" "$call") of the call   (target < 5%)"
-	echo "cold check (box-verify, every stat changed, nothing re-read): $cold µs = $(pct "$cold" "$call") of the call"
+	echo "cold check (box-verify: start, walk, every digest reused, cache rewritten): $cold µs = $(pct "$cold" "$call") of the call"
 }
 
 bench small 0
