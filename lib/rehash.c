@@ -164,6 +164,8 @@ int box_rehash_entry(int shafd, const char *hex, const char *expected,
 	if (!h.printable)
 		goto out;
 	count_children(&now);
+	/* no flock: the cache is derived data, and each writer's is true of what it saw, the
+	 * stat of every record included; a rename makes one of them whole, the other lost */
 	box_verify_cache_name(hex, name);
 	if ((text = box_verify_cache_format(&now, &len, err))) {
 		struct box_err e;
