@@ -494,6 +494,12 @@ static int tool_host_call(struct run *r, const struct box_ipc_field *f, int n, s
 		out = box_tool_call(t, input, &o, &e);
 	}
 	cJSON_Delete(input);
+	if (!out && e.code == BOX_E_INTEGRITY) {
+		/* the store changed under the run: no script may go on with its tools */
+		trace_tool(r, t->name, start, &e);
+		*err = e;
+		return -1;
+	}
 	if (!out && e.code == BOX_E_TIMEOUT && capped) {
 		/* the tool had the rest of the script's time and used it up: the run timed out */
 		trace_tool(r, t->name, start, &e);
@@ -686,7 +692,8 @@ static int serve(struct run *r, struct box_err *err)
 		}
 	}
 	box_buf_release(&payload);
-	box_err_init(err);
+	if (rc == 0)
+		box_err_init(err);
 	return rc;
 }
 

@@ -42,6 +42,7 @@ struct origin {
 	const char *dir;        /* real path of the manifest's or the artifact's directory */
 	const char *artifact;   /* "NAME@VERSION", NULL for a manifest */
 	const char *entry;      /* the artifact's entry, "" when none */
+	const struct box_verify_pin *pin;   /* the artifact's store entry, NULL for a manifest */
 };
 
 int box_tool_name_valid(const char *name)
@@ -348,6 +349,8 @@ static int parse_tool(struct box_toolset *set, const cJSON *o, const struct orig
 		return -1;
 	if (org->artifact && !(t->artifact = xstrdup(org->artifact, err)))
 		return -1;
+	if (org->pin && !(t->pin = box_verify_pin_dup(org->pin, err)))
+		return -1;
 	return 0;
 }
 
@@ -432,16 +435,25 @@ static int load_artifact(struct box_toolset *set, const struct box_lock_entry *e
 	int rc = -1, n;
 
 	snprintf(label, sizeof(label), "%s@%s", e->name, e->version);
+	if (!(org.pin = box_verify_pin_new(store, e->digest, e->tree_digest, label, err)))
+		return -1;
 	n = snprintf(dir, sizeof(dir), "%s/sha256/%s", store, e->digest + 7);
-	if (n < 0 || (size_t)n >= sizeof(dir))
-		return box_err_set(err, BOX_E_INVALID, "BOX_HOME is too long");
+	if (n < 0 || (size_t)n >= sizeof(dir)) {
+		box_err_set(err, BOX_E_INVALID, "BOX_HOME is too long");
+		goto out;
+	}
 	if (!realpath(dir, real)) {
 		if (errno == ENOENT)
-			return box_err_set(err, BOX_E_NOT_FOUND,
-					   "artifact %s (%s) is not in the store %s: run box-pull",
-					   label, e->digest, store);
-		return box_err_sys(err, "%s", dir);
+			box_err_set(err, BOX_E_NOT_FOUND,
+				    "artifact %s (%s) is not in the store %s: run box-pull",
+				    label, e->digest, store);
+		else
+			box_err_sys(err, "%s", dir);
+		goto out;
 	}
+	/* nothing of the entry is read before its tree is known to be the one pulled */
+	if (box_verify_entry(org.pin, err) < 0)
+		goto out;
 	snprintf(dir, sizeof(dir), "%s/%s", real, BOX_ARTIFACT_FILE);
 	if (box_buf_read_file(&b, AT_FDCWD, dir, err) < 0)
 		goto out;
@@ -466,6 +478,7 @@ static int load_artifact(struct box_toolset *set, const struct box_lock_entry *e
 out:
 	cJSON_Delete(root);
 	box_buf_release(&b);
+	box_verify_pin_free((struct box_verify_pin *)org.pin);
 	return rc;
 }
 
@@ -538,6 +551,7 @@ static void tool_release(struct box_tool *t)
 	free(t->lua_entry);
 	free(t->dir);
 	free(t->artifact);
+	box_verify_pin_free(t->pin);
 }
 
 void box_tools_free(struct box_toolset *set)
@@ -754,6 +768,8 @@ cJSON *box_tool_call(const struct box_tool *t, const cJSON *input,
 	}
 	if (box_schema_validate(t->input_schema, input, err) < 0)
 		return NULL;
+	if (t->pin && box_verify_entry(t->pin, err) < 0)
+		return NULL;
 	for (i = 0; o->env && o->env[i]; i++) {
 		if (n >= BOX_PROC_ENV_MAX) {
 			box_err_set(err, BOX_E_INVALID, "too many tool variables");
@@ -880,6 +896,8 @@ cJSON *box_tool_call_lua(const struct box_tool *t, const cJSON *input, const cha
 	if (memory_bytes <= 0)
 		memory_bytes = BOX_TOOL_LUA_MEMORY_DEFAULT;
 	if (box_schema_validate(t->input_schema, input, err) < 0)
+		return NULL;
+	if (t->pin && box_verify_entry(t->pin, err) < 0)
 		return NULL;
 	if (box_buf_read_file(&src, AT_FDCWD, t->lua_entry, err) < 0)
 		goto out;

@@ -129,8 +129,9 @@ static cJSON *answer(const cJSON *req, const struct box_toolset *set,
 	return out;
 }
 
-void box_toolsrv_serve_one(int lfd, const struct box_toolset *set,
-			   const struct box_tool_call_opts *o)
+/* Answers one connection: with fail's error when fail is not NULL, else from set. */
+static void serve(int lfd, const struct box_toolset *set, const struct box_tool_call_opts *o,
+		  const struct box_err *fail)
 {
 	static const struct box_tool_call_opts none;
 	int fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
@@ -152,7 +153,9 @@ void box_toolsrv_serve_one(int lfd, const struct box_toolset *set,
 		}
 	}
 	box_buf_release(&b);
-	if (req)
+	if (req && fail)
+		err = *fail;
+	else if (req)
 		out = answer(req, set, o ? o : &none, &err);
 	if (!out)
 		out = box_err_result(&err);
@@ -161,6 +164,17 @@ void box_toolsrv_serve_one(int lfd, const struct box_toolset *set,
 	cJSON_Delete(out);
 	cJSON_Delete(req);
 	close(fd);
+}
+
+void box_toolsrv_serve_one(int lfd, const struct box_toolset *set,
+			   const struct box_tool_call_opts *o)
+{
+	serve(lfd, set, o, NULL);
+}
+
+void box_toolsrv_serve_error(int lfd, const struct box_err *e)
+{
+	serve(lfd, NULL, NULL, e);
 }
 
 cJSON *box_toolsrv_request(const char *path, cJSON *req, int timeout_ms,
