@@ -64,7 +64,7 @@ mk_art() {
 	chmod 0600 "$d/data/deep/info.txt"
 	cat >"$d/box-artifact.json" <<-EOF
 	{"name": "$name", "version": "$version", "kind": "$kind", "entry": "bin/run",
-	 "description": "test artifact"$([ "$kind" = tool ] && echo ', "tools": [{"name": "run"}]')}
+	 "description": "test artifact"$([ "$kind" = tool ] && echo ', "tools": [{"name": "run", "description": "runs it", "input_schema": {"type": "object"}}]')}
 	EOF
 }
 
@@ -627,7 +627,8 @@ open(p, "wb").write(b.replace(b"tar.gz\"", b"tar.gZ\"", 1))' "$f"
 	assert_fail invalid_request 2 '.error.path == "$.artifacts[0]"'
 	run --separate-stderr box-pull base@1.0.0 base@1.0.0
 	assert_fail invalid_request 2 '.error.path == "$.artifacts"'
-	run --separate-stderr box-pull
+	# no names and a lockfile that pins nothing
+	run --separate-stderr box-pull --lock none.lock
 	assert_fail invalid_request 2 '.error.path == "$.artifacts"'
 	run --separate-stderr box-pull --json <<<'{"artifacts": "base"}'
 	assert_fail invalid_request 2 '.error.path == "$.artifacts"'
