@@ -49,6 +49,7 @@ struct res {
 	struct box_store store;
 	char source[1025];
 	cJSON *out;          /* the artifacts array of the result */
+	cJSON *skipped;      /* tags that hold no box artifact */
 };
 
 static int wanted(const cJSON *names, const char *name)
@@ -148,20 +149,33 @@ static int pin_one(struct res *r, struct box_lock *lk, const struct box_manifest
 		cJSON_ArrayForEach(t, list)
 			if (cJSON_IsString(t))
 				tags[n++] = t->valuestring;
-		if (box_range_best(&range, tags, n, &best, err) < 0) {
-			if (err->code == BOX_E_NOT_FOUND)
-				box_err_set(err, BOX_E_NOT_FOUND, "no version of %s matches %s in %s",
-					    m->name, m->range, r->source);
-			goto out;
+		for (;;) {
+			if (box_range_best(&range, tags, n, &best, err) < 0) {
+				if (err->code == BOX_E_NOT_FOUND)
+					box_err_set(err, BOX_E_NOT_FOUND,
+						    "no version of %s matches %s in %s", m->name,
+						    m->range, r->source);
+				goto out;
+			}
+			snprintf(e.name, sizeof(e.name), "%s", m->name);
+			snprintf(e.version, sizeof(e.version), "%s", tags[best]);
+			if (box_repo_resolve(&r->repo, m->name, tags[best], digest, &man, err) == 0 &&
+			    read_kind(r, man.data, man.len, e.name, e.version, e.kind, err) == 0)
+				break;
+			if (err->code != BOX_E_INVALID)
+				goto out;
+			/* a tag holding something else than a box artifact (another tool's image):
+			 * skipped, named in the result, and the next best tries */
+			o = cJSON_CreateObject();
+			cJSON_AddStringToObject(o, "name", m->name);
+			cJSON_AddStringToObject(o, "tag", tags[best]);
+			cJSON_AddStringToObject(o, "reason", err->message);
+			cJSON_AddItemToArray(r->skipped, o);
+			box_err_init(err);
+			tags[best] = tags[--n];
 		}
-		if (box_repo_resolve(&r->repo, m->name, tags[best], digest, &man, err) < 0)
-			goto out;
-		snprintf(e.name, sizeof(e.name), "%s", m->name);
-		snprintf(e.version, sizeof(e.version), "%s", tags[best]);
 		snprintf(e.digest, sizeof(e.digest), "%s", digest);
 		snprintf(e.source, sizeof(e.source), "%s", r->source);
-		if (read_kind(r, man.data, man.len, e.name, e.version, e.kind, err) < 0)
-			goto out;
 		/* the same digest keeps the tree digest a pull recorded; a new one gets its own,
 		 * from the store (fetched into it when missing), so that the pin is complete */
 		if (pin && strcmp(pin->digest, e.digest) == 0)
@@ -252,6 +266,7 @@ static cJSON *do_resolve(struct res *r, const char *lock, struct box_err *err)
 		return NULL;
 	}
 	r->out = cJSON_CreateArray();
+	r->skipped = cJSON_CreateArray();
 	/* shared: a gc never removes what is fetched here before it is pinned */
 	slock = r->out ? box_store_lock(&r->store, 0, err) : -1;
 	rc = slock < 0 ? -1 : box_lock_update(AT_FDCWD, lock, resolve_all, r,
@@ -264,11 +279,13 @@ static cJSON *do_resolve(struct res *r, const char *lock, struct box_err *err)
 	box_store_close(&r->store);
 	if (rc < 0) {
 		cJSON_Delete(r->out);
+		cJSON_Delete(r->skipped);
 		return NULL;
 	}
 	res = cJSON_CreateObject();
 	cJSON_AddTrueToObject(res, "ok");
 	cJSON_AddItemToObject(res, "artifacts", r->out);
+	cJSON_AddItemToObject(res, "skipped", r->skipped);
 	n = cJSON_AddObjectToObject(res, "lock");
 	cJSON_AddStringToObject((cJSON *)n, "path", lock);
 	cJSON_AddBoolToObject((cJSON *)n, "changed", changed);

@@ -587,3 +587,65 @@ bad_json() {
 	assert_fail conflict 7 '.error.retryable == true'
 	[ $(($(date +%s) - start)) -ge 29 ]
 }
+
+# put_image DIR REF: a plain OCI image (not a box artifact) into layout DIR, tagged REF.
+put_image() {
+	local dir=$1 ref=$2 cfg man
+	cfg=$(printf '{"architecture":"amd64","os":"linux","rootfs":{"type":"layers","diff_ids":[]}}')
+	printf '%s' "$cfg" >"$dir/cfg.tmp"
+	local cd cs md ms
+	cd=$(sha256sum "$dir/cfg.tmp" | cut -d' ' -f1)
+	cs=$(stat -c %s "$dir/cfg.tmp")
+	mv "$dir/cfg.tmp" "$dir/blobs/sha256/$cd"
+	man=$(jq -cn --arg d "sha256:$cd" --argjson s "$cs" '{schemaVersion: 2,
+		mediaType: "application/vnd.oci.image.manifest.v1+json",
+		config: {mediaType: "application/vnd.oci.image.config.v1+json", digest: $d, size: $s},
+		layers: []}')
+	printf '%s' "$man" >"$dir/man.tmp"
+	md=$(sha256sum "$dir/man.tmp" | cut -d' ' -f1)
+	ms=$(stat -c %s "$dir/man.tmp")
+	mv "$dir/man.tmp" "$dir/blobs/sha256/$md"
+	jq --arg d "sha256:$md" --argjson s "$ms" --arg r "$ref" '.manifests += [{
+		mediaType: "application/vnd.oci.image.manifest.v1+json", digest: $d, size: $s,
+		annotations: {"org.opencontainers.image.ref.name": $r}}]' "$dir/index.json" >"$dir/i.tmp"
+	mv "$dir/i.tmp" "$dir/index.json"
+}
+
+@test "a layout written by skopeo (bare tags) pulls and locks; a tag of no box artifact is skipped and named" {
+	command -v skopeo >/dev/null || skip "skopeo is not installed"
+	D=$T/skopeo
+	for v in 1.2.0 1.10.0; do
+		skopeo copy --quiet "oci:$REG:lib:$v" "oci:$D:$v"
+	done
+	skopeo copy --quiet "oci:$REG:util:1.0.0" "oci:$D:u1"
+	# skopeo writes the bare tag, as other OCI tools do
+	jqe '[.manifests[].annotations["org.opencontainers.image.ref.name"]] | sort ==
+		["1.10.0", "1.2.0", "u1"]' "$(cat "$D/index.json")"
+	export BOX_PROG=box-pull
+	run --separate-stderr box-pull -r "oci:$D" lib@1.2.0
+	assert_equal "$status" 0
+	jqe '.artifacts[0].version == "1.2.0" and .artifacts[0].digest == "'"$(digest lib 1.2.0)"'"'
+	rm box.lock
+	# the highest bare tag whose config names lib; util's tag is not lib's
+	run --separate-stderr box-pull -r "oci:$D" lib
+	assert_equal "$status" 0
+	jqe '.artifacts[0].version == "1.10.0"'
+	run --separate-stderr box-pull -r "oci:$D" lib@u1
+	assert_fail not_found 6
+	# box-lock: a tag of lib that holds a plain image is skipped and named, the next best
+	# pinned; a bare tag of a plain image is nobody's
+	put_image "$D" lib:1.20.0
+	put_image "$D" 1.30.0
+	export BOX_PROG=box-lock
+	printf '{"registry": "oci:%s", "artifacts": {"lib": "^1"}}\n' "$D" >box.json
+	rm -f box.lock
+	run --separate-stderr box-lock
+	assert_done '.artifacts[0].version == "1.10.0" and (.skipped | length == 1) and
+		.skipped[0].name == "lib" and .skipped[0].tag == "1.20.0" and
+		(.skipped[0].reason | test("not a box artifact"))'
+	# and box-pull --frozen installs it from there
+	rm -rf "$STORE"
+	run --separate-stderr box-pull --frozen
+	assert_equal "$status" 0
+	jqe '.artifacts[0].version == "1.10.0" and .lock.changed == false'
+}
