@@ -813,3 +813,19 @@ open(p, "wb").write(b.replace(b"tar.gz\"", b"tar.gZ\"", 1))' "$f"
 	# and the JSON still comes out whole on stdout
 	grep -q '"name":"prog"' <<<"$output"
 }
+
+@test "libcurl only where a remote registry is used: box-pack, box-pull, box-lock never load it" {
+	for b in box-pack box-pull box-lock; do
+		run ldd "$(command -v "$b")"
+		assert_success
+		refute_output --partial libcurl
+	done
+	run ldd "$BOX_LIBEXEC_DIR/box-registry"
+	assert_output --partial libcurl
+	# a local layout needs no helper at all; a remote registry names the one it cannot run
+	d=$(pack lib 1.0.0)
+	run --separate-stderr env BOX_LIBEXEC_DIR=/nonexistent box-pull "lib@$d"
+	assert_equal "$status" 0
+	run --separate-stderr env BOX_LIBEXEC_DIR=/nonexistent box-pull -r http://127.0.0.1:1/x lib
+	assert_fail not_found 6 '.error.message | test("registry helper /nonexistent/box-registry")'
+}
