@@ -2,6 +2,7 @@
  * $(libexecdir)/box. It serves lib/regserve.h's protocol on its standard input, a socket the
  * caller made; it is the only binary of the three jobs that loads libcurl. */
 #include <stdio.h>
+#include <string.h>
 
 #include "regserve.h"
 #include "banned.h"
@@ -10,6 +11,10 @@ int main(int argc, char **argv)
 {
 	struct box_err err;
 
+	if (argc == 2 && strcmp(argv[1], "--version") == 0) {
+		puts("box-registry (box) " PACKAGE_VERSION);
+		return fflush(stdout) == 0 ? 0 : 8;
+	}
 	if (argc != 1) {
 		fprintf(stderr, "usage: box-registry (started by box-pack, box-pull and box-lock)\n");
 		return 2;
