@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "repo.h"
+#include "libexec.h"
 #include "atomic.h"
 #include "base64.h"
 #include "json.h"
@@ -83,20 +84,14 @@ static cJSON *call(struct box_repo *r, cJSON *req, int fd, struct box_err *err)
 	return NULL;
 }
 
-/* Starts box-registry ($BOX_LIBEXEC_DIR, else $(pkglibexecdir)) on one end of a socketpair. */
+/* Starts box-registry (found by box_libexec_find) on one end of a socketpair. */
 static int helper_start(struct box_repo *r, struct box_err *err)
 {
-	const char *dir = getenv("BOX_LIBEXEC_DIR");
 	char path[PATH_MAX];
 	int sv[2];
 
-	if (!dir || !*dir)
-		dir = BOX_PKGLIBEXECDIR;
-	if ((size_t)snprintf(path, sizeof(path), "%s/box-registry", dir) >= sizeof(path))
-		return box_err_set(err, BOX_E_INTERNAL, "helper path too long");
-	if (access(path, X_OK) < 0)
-		return box_err_sys(err, "the registry helper %s cannot be run (set BOX_LIBEXEC_DIR or "
-				   "reinstall box)", path);
+	if (box_libexec_find("box-registry", path, sizeof(path), err) < 0)
+		return -1;
 	if (!(r->in = calloc(1, sizeof(*r->in))))
 		return box_err_set(err, BOX_E_INTERNAL, "out of memory");
 	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0)
