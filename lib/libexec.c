@@ -73,16 +73,21 @@ int box_libexec_find(const char *name, char *out, size_t n, struct box_err *err)
 
 	if (!name[0] || strchr(name, '/') || n < 2)
 		return box_err_set(err, BOX_E_INVALID, "bad helper name '%.64s'", name);
-	if (env && env[0] && try_dir(env, name, out, n))
-		return 0;
+	/* the operator's directory, when given, is the only place: no quiet fallback */
+	if (env && env[0]) {
+		if (try_dir(env, name, out, n))
+			return 0;
+		out[0] = 0;
+		return box_err_set(err, BOX_E_NOT_FOUND, "box's helper %s is not installed: looked in "
+				   "%.1024s (BOX_LIBEXEC_DIR)", name, env);
+	}
 	if (self[0] && !installed(self) && try_dir(self, name, out, n))
 		return 0;
 	if (try_dir(BOX_PKGLIBEXECDIR, name, out, n))
 		return 0;
 	out[0] = 0;
-	return box_err_set(err, BOX_E_NOT_FOUND, "box's helper %s is not installed: looked in %s%s"
-			   "%s%s (reinstall box, or set BOX_LIBEXEC_DIR)", name,
-			   env && env[0] ? env : "", env && env[0] ? ", " : "",
+	return box_err_set(err, BOX_E_NOT_FOUND, "box's helper %s is not installed: looked in "
+			   "%s%s%s (reinstall box, or set BOX_LIBEXEC_DIR)", name,
 			   self[0] && !installed(self) ? self : "",
-			   self[0] && !installed(self) ? ", " BOX_PKGLIBEXECDIR : BOX_PKGLIBEXECDIR);
+			   self[0] && !installed(self) ? ", " : "", BOX_PKGLIBEXECDIR);
 }

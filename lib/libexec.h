@@ -7,9 +7,10 @@
 #include "err.h"
 
 /*
- * The helper name, looked for in this order: $BOX_LIBEXEC_DIR (when set and not empty); the
+ * The helper name: in $BOX_LIBEXEC_DIR alone when it is set and not empty; else in the
  * directory of the running binary when that is not the installed $(bindir), that is a build
- * tree, where the helpers are built beside the binaries; the installed $(libexecdir)/box.
+ * tree, where the helpers are built beside the binaries, then in the installed
+ * $(libexecdir)/box.
  * The first executable regular file wins. Writes its path into out. Returns 0, or -1 with
  * not_found naming the places looked in, or invalid_request (out too short).
  */

@@ -568,7 +568,7 @@ bad_json() {
 	run --separate-stderr box-lock verify
 	assert_done '.problems == [] and .unpinned == []'
 	# locks are for gc only
-	run --separate-stderr box-lock --json <<<'{"command": "verify", "locks": ["x"]}'
+	run --separate-stderr box-lock --json --trust-request <<<'{"command": "verify", "locks": ["x"]}'
 	assert_equal "$status" 2
 }
 

@@ -44,6 +44,7 @@ hostile() {
 	dir) echo "\"$T\"" ;;
 	registry) echo "\"oci:$T/evil\"" ;;
 	lock | manifest) echo "\"$T/evil.lock\"" ;;
+	locks) echo "[\"$T/evil.lock\"]" ;;
 	insecure | force) echo true ;;
 	max_timeout_ms) echo 86400000 ;;
 	max_*) echo 1000000 ;;
