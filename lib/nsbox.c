@@ -1,6 +1,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <poll.h>
 #include <sched.h>
 #include <signal.h>
@@ -24,14 +25,20 @@
 
 #include "nsbox.h"
 #include "atomic.h"
+#include "base64.h"
 #include "buf.h"
 #include "confine.h"
 #include "ipc.h"
 #include "json.h"
 #include "sbcopy.h"
+#include "sandbox.h"
 #include "sbjail.h"
+#include "sbprov.h"
 #include "sbstate.h"
+#include "tools.h"
+#include "toolsrv.h"
 #include "utf8.h"
+#include "ws.h"
 #include "banned.h"
 
 #define NS_FDS 7
@@ -1751,3 +1758,689 @@ out:
 	box_buf_release(&cap.mem);
 	return res;
 }
+
+/* ---- the local provider of box-sandbox's sessions (struct box_sbprov) ---- */
+
+#define HELPER_OUT_MAX ((size_t)16 << 20)
+#define HELPER_TIMEOUT_S 600
+#define GUEST_PATH "/usr/local/bin:/usr/local/sbin:/usr/bin:/usr/sbin:/bin:/sbin"
+#define GUEST_ENV_MAX 160
+
+static const cJSON *pdata(const struct box_sbprov_session *s, const char *key)
+{
+	return cJSON_GetObjectItemCaseSensitive(s->rec->provider_data, key);
+}
+
+static int64_t lim(const struct box_sbprov_session *s, const char *key, int64_t def)
+{
+	return box_json_int_value(cJSON_GetObjectItemCaseSensitive(s->rec->limits, key), def);
+}
+
+/* box-sbfiles: the helper that links libcrypto and libarchive (box-sandbox itself does not) */
+static cJSON *run_sbfiles(const char *libexec, const char *const *args, struct box_err *err)
+{
+	char path[PATH_MAX];
+	const char *argv[8];
+	int out[2], status, i;
+	pid_t pid;
+	struct box_buf b;
+	cJSON *res;
+
+	box_fmt(path, sizeof(path), "%s/box-sbfiles", libexec);
+	if (access(path, X_OK) < 0)
+		return box_err_sys(err, "the helper %s cannot be run (set BOX_LIBEXEC_DIR or "
+				   "reinstall box)", path), NULL;
+	argv[0] = "box-sbfiles";
+	for (i = 0; args[i] && i < 6; i++)
+		argv[i + 1] = args[i];
+	argv[i + 1] = NULL;
+	if (pipe2(out, O_CLOEXEC) < 0)
+		return box_err_sys(err, "pipe"), NULL;
+	pid = fork();
+	if (pid < 0) {
+		close(out[0]);
+		close(out[1]);
+		return box_err_sys(err, "fork"), NULL;
+	}
+	if (pid == 0) {
+		int devnull = open("/dev/null", O_RDWR);
+
+		dup2(devnull, 0);
+		dup2(out[1], 1);
+		alarm(HELPER_TIMEOUT_S);
+		execv(path, (char *const *)argv);
+		_exit(127);
+	}
+	close(out[1]);
+	box_buf_init(&b, HELPER_OUT_MAX);
+	i = box_buf_read_fd(&b, out[0], err);
+	close(out[0]);
+	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+		;
+	if (i < 0) {
+		box_buf_release(&b);
+		return NULL;
+	}
+	res = box_json_parse(b.data ? b.data : "", b.len, err);
+	box_buf_release(&b);
+	if (!res)
+		return box_err_set(err, BOX_E_INTERNAL, "box-sbfiles printed no JSON"), NULL;
+	if (cJSON_IsFalse(cJSON_GetObjectItemCaseSensitive(res, "ok"))) {
+		box_err_from_json(err, cJSON_GetObjectItemCaseSensitive(res, "error"));
+		cJSON_Delete(res);
+		return NULL;
+	}
+	return res;
+}
+
+static void inst_of(const struct box_sbprov_session *s, struct box_nsbox_inst *i)
+{
+	const cJSON *h = pdata(s, "holder");
+	const cJSON *pid = cJSON_GetObjectItemCaseSensitive(h, "pid");
+	const cJSON *st = cJSON_GetObjectItemCaseSensitive(h, "start");
+	int cg = box_cg_mode_from_name(box_json_get_str(h, "cgroup", "none"));
+
+	i->pid = (pid_t)box_json_int_value(pid, 0);
+	i->start = box_json_int_value(st, -1);
+	i->cg = cg < 0 ? BOX_CG_NONE : (enum box_cg_mode)cg;
+}
+
+void box_nsbox_mounts_release(struct box_nsbox_mounts *ms)
+{
+	size_t k;
+
+	for (k = 0; k < ms->n; k++)
+		free(ms->buf[k]);
+	ms->n = 0;
+}
+
+/* Ends a failed parse: frees the entry being parsed and those kept. */
+static int mount_fail(struct box_nsbox_mounts *ms, char *s)
+{
+	free(s);
+	box_nsbox_mounts_release(ms);
+	return -1;
+}
+
+int box_nsbox_parse_mounts(const cJSON *arr, struct box_nsbox_mounts *ms, struct box_err *err)
+{
+	const cJSON *e;
+	int idx = 0;
+
+	ms->n = 0;
+	cJSON_ArrayForEach(e, arr) {
+		char path[32], *s, *g, *ro;
+		struct stat st;
+
+		box_fmt(path, sizeof(path), "$.mount[%d]", idx++);
+		if (ms->n >= BOX_NSBOX_MOUNTS_MAX) {
+			box_nsbox_mounts_release(ms);
+			return box_err_set(err, BOX_E_INVALID, "too many mounts");
+		}
+		s = strdup(e->valuestring);
+		if (!s)
+			return box_err_set(err, BOX_E_INTERNAL, "out of memory");
+		g = strchr(s, ':');
+		if (!g || s[0] != '/') {
+			box_err_set(err, BOX_E_INVALID, "mount '%.200s' is not HOST_PATH:GUEST_PATH[:ro] "
+				    "with absolute paths", e->valuestring);
+			box_err_path(err, path);
+			return mount_fail(ms, s);
+		}
+		*g++ = 0;
+		ro = strchr(g, ':');
+		if (ro) {
+			*ro++ = 0;
+			if (strcmp(ro, "ro") != 0 && strcmp(ro, "rw") != 0) {
+				box_err_set(err, BOX_E_INVALID, "mount option must be ro or rw");
+				box_err_path(err, path);
+				return mount_fail(ms, s);
+			}
+		}
+		if (box_nsbox_check_guest_path(g, err) < 0) {
+			box_err_path(err, path);
+			return mount_fail(ms, s);
+		}
+		if (stat(s, &st) < 0 || !(S_ISDIR(st.st_mode) || S_ISREG(st.st_mode))) {
+			box_err_sys(err, "mount source %.200s", s);
+			err->code = BOX_E_NOT_FOUND;
+			box_err_path(err, path);
+			return mount_fail(ms, s);
+		}
+		ms->buf[ms->n] = s;
+		ms->m[ms->n].host = s;
+		ms->m[ms->n].guest = g;
+		ms->m[ms->n].ro = ro && strcmp(ro, "ro") == 0;
+		ms->n++;
+	}
+	return 0;
+}
+
+static int keeper_tick(const void *ctx);
+static void keeper_serve(int fd, const void *ctx);
+
+static void config_of(const struct box_sbprov_session *s, struct box_nsbox_config *c,
+		      const struct box_nsbox_mounts *ms, char *tool_bin, size_t tn)
+{
+	memset(c, 0, sizeof(*c));
+	c->dir = s->sdir;
+	c->id = s->id;
+	c->memory = lim(s, "memory", BOX_SANDBOX_DEFAULT_MEMORY);
+	c->pids = lim(s, "pids", BOX_SANDBOX_DEFAULT_PIDS);
+	c->disk_bytes = lim(s, "disk_bytes", BOX_SANDBOX_DEFAULT_DISK);
+	c->mounts = ms ? ms->m : NULL;
+	c->nmounts = ms ? ms->n : 0;
+	box_fmt(tool_bin, tn, "%s/box-tool", s->libexec);
+	c->tool_bin = box_json_get_str(pdata(s, "config"), "tools", NULL) ? tool_bin : NULL;
+	c->serve_fd = -1;
+	c->keeper_ctx = s;
+	if (lim(s, "idle_pause_after_seconds", BOX_SANDBOX_DEFAULT_IDLE) > 0)
+		c->keeper_tick = keeper_tick;
+}
+
+/* create: the mounts must parse, the tools file load; both are kept in config */
+static int local_configure(const cJSON *req, const char *provider, const char *libexec,
+			   cJSON *config, struct box_err *err)
+{
+	struct box_nsbox_mounts ms;
+	const char *tools = box_json_get_str(req, "tools", NULL);
+
+	(void)provider;
+	(void)libexec;
+	if (box_nsbox_parse_mounts(cJSON_GetObjectItemCaseSensitive(req, "mount"), &ms, err) < 0)
+		return -1;
+	box_nsbox_mounts_release(&ms);
+	cJSON_AddItemToObject(config, "mounts", cJSON_Duplicate(cJSON_GetObjectItemCaseSensitive(
+				      req, "mount"), 1) ?: cJSON_CreateArray());
+	if (tools) {
+		char abs[PATH_MAX];
+		struct box_toolset *set;
+
+		if (!realpath(tools, abs)) {
+			box_err_sys(err, "tools file %.200s", tools);
+			err->code = BOX_E_NOT_FOUND;
+			box_err_path(err, "$.tools");
+			return -1;
+		}
+		set = box_tools_load(abs, err);
+		if (!set)
+			return -1;
+		box_tools_free(set);
+		cJSON_AddStringToObject(config, "tools", abs);
+	}
+	return 0;
+}
+
+/* --input: each file or directory copied into the session's input/ under its base name */
+static int copy_inputs(const struct box_sbprov_session *s, const cJSON *inputs,
+		       struct box_err *err)
+{
+	char p[PATH_MAX];
+	const cJSON *e;
+	int d, idx = 0;
+
+	box_fmt(p, sizeof(p), "%s/input", s->sdir);
+	if (mkdir(p, 0755) < 0 && errno != EEXIST)
+		return box_err_sys(err, "cannot create %s", p);
+	d = open(p, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+	if (d < 0)
+		return box_err_sys(err, "cannot open %s", p);
+	cJSON_ArrayForEach(e, inputs) {
+		const char *base = strrchr(e->valuestring, '/');
+		char path[32];
+		struct box_sbcopy_stats st;
+
+		base = base ? base + 1 : e->valuestring;
+		box_fmt(path, sizeof(path), "$.input[%d]", idx++);
+		if (!*base || strcmp(base, ".") == 0 || strcmp(base, "..") == 0) {
+			close(d);
+			box_err_set(err, BOX_E_INVALID, "input '%.200s' has no file name", e->valuestring);
+			box_err_path(err, path);
+			return -1;
+		}
+		memset(&st, 0, sizeof(st));
+		if (box_sbcopy_in(e->valuestring, d, base, NULL, &st, err) < 0) {
+			close(d);
+			box_err_path(err, path);
+			return -1;
+		}
+	}
+	close(d);
+	return 0;
+}
+
+/* The tool socket the keeper serves, when the session was granted tools. */
+static int tool_socket(const struct box_sbprov_session *s, const struct box_nsbox_config *c,
+		       struct box_err *err)
+{
+	char sock[PATH_MAX];
+
+	if (access(c->tool_bin, X_OK) < 0)
+		return box_err_sys(err, "box-tool (%s) cannot be run (set BOX_LIBEXEC_DIR or "
+				   "reinstall box)", c->tool_bin);
+	box_fmt(sock, sizeof(sock), "%s/run", s->sdir);
+	if (mkdir(sock, 0755) < 0 && errno != EEXIST)
+		return box_err_sys(err, "cannot create %s", sock);
+	box_fmt(sock, sizeof(sock), "%s/run/tool.sock", s->sdir);
+	return box_toolsrv_listen(sock, err);
+}
+
+static int local_start(struct box_sbprov_session *s, const cJSON *create_req,
+		       struct box_err *err)
+{
+	struct box_nsbox_config c;
+	struct box_nsbox_inst i;
+	struct box_nsbox_mounts ms;
+	char tool_bin[PATH_MAX];
+	cJSON *h;
+	int r = -1;
+
+	if (create_req && copy_inputs(s, cJSON_GetObjectItemCaseSensitive(create_req, "input"),
+				      err) < 0)
+		return -1;
+	if (box_nsbox_parse_mounts(cJSON_GetObjectItemCaseSensitive(pdata(s, "config"), "mounts"),
+				   &ms, err) < 0)
+		return -1;
+	config_of(s, &c, &ms, tool_bin, sizeof(tool_bin));
+	if (c.tool_bin) {
+		c.serve_fd = tool_socket(s, &c, err);
+		if (c.serve_fd < 0)
+			goto out;
+		c.keeper_serve = keeper_serve;
+	}
+	if (box_nsbox_start(&c, &i, err) < 0)
+		goto out;
+	h = cJSON_CreateObject();
+	box_json_add_int64(h, "pid", i.pid);
+	box_json_add_int64(h, "start", i.start);
+	cJSON_AddStringToObject(h, "cgroup", box_cg_mode_name(i.cg));
+	cJSON_DeleteItemFromObjectCaseSensitive(s->rec->provider_data, "holder");
+	cJSON_AddItemToObject(s->rec->provider_data, "holder", h);
+	r = 0;
+out:
+	if (c.serve_fd >= 0)
+		close(c.serve_fd);
+	box_nsbox_mounts_release(&ms);
+	return r;
+}
+
+static int local_observe(struct box_sbprov_session *s, struct box_err *err)
+{
+	struct box_nsbox_inst i;
+
+	(void)err;
+	inst_of(s, &i);
+	return box_nsbox_observe(&i, s->id);
+}
+
+static int local_pause(struct box_sbprov_session *s, struct box_err *err)
+{
+	struct box_nsbox_inst i;
+
+	inst_of(s, &i);
+	return box_nsbox_pause(&i, s->id, err);
+}
+
+static int local_resume(struct box_sbprov_session *s, struct box_err *err)
+{
+	struct box_nsbox_inst i;
+
+	inst_of(s, &i);
+	return box_nsbox_resume(&i, s->id, err);
+}
+
+static int local_stop(struct box_sbprov_session *s, struct box_err *err)
+{
+	struct box_nsbox_inst i;
+
+	inst_of(s, &i);
+	return box_nsbox_stop(&i, s->id, err);
+}
+
+static void env_set(const char **envp, size_t *n, size_t max, const char *kv)
+{
+	size_t i, klen = strcspn(kv, "=");
+
+	for (i = 0; i < *n; i++)
+		if (strncmp(envp[i], kv, klen) == 0 && envp[i][klen] == '=') {
+			envp[i] = kv;
+			return;
+		}
+	if (*n < max)
+		envp[(*n)++] = kv;
+}
+
+static int empty_output(const struct box_sbprov_session *s, struct box_err *err)
+{
+	char p[PATH_MAX];
+	int d, r;
+
+	box_fmt(p, sizeof(p), "%s/output", s->sdir);
+	d = open(p, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+	if (d < 0)
+		return box_err_sys(err, "cannot open %s", p);
+	r = box_sbcopy_empty_dir(d, err);
+	close(d);
+	return r;
+}
+
+/* Files the command left in /output: [{"path","size","sha256"}], listed by box-sbfiles. */
+static int collect_outputs(const struct box_sbprov_session *s, cJSON *res, struct box_err *err)
+{
+	char p[PATH_MAX];
+	const char *args[3] = { "outputs", p, NULL };
+	cJSON *o, *files;
+	int d, empty = 1;
+
+	box_fmt(p, sizeof(p), "%s/output", s->sdir);
+	d = open(p, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+	if (d >= 0) {
+		DIR *dir = fdopendir(d);
+		struct dirent *de;
+
+		while (dir && (de = readdir(dir)))
+			if (strcmp(de->d_name, ".") != 0 && strcmp(de->d_name, "..") != 0) {
+				empty = 0;
+				break;
+			}
+		if (dir)
+			closedir(dir);
+		else
+			close(d);
+	}
+	if (empty) {
+		cJSON_AddItemToObject(res, "outputs", cJSON_CreateArray());
+		return 0;
+	}
+	o = run_sbfiles(s->libexec, args, err);
+	if (!o)
+		return -1;
+	files = cJSON_DetachItemFromObjectCaseSensitive(o, "outputs");
+	cJSON_Delete(o);
+	cJSON_AddItemToObject(res, "outputs", files ? files : cJSON_CreateArray());
+	return 0;
+}
+
+static cJSON *local_exec(struct box_sbprov_session *s, const struct box_sbexec *e,
+			 struct box_err *err)
+{
+	struct box_nsbox_config c;
+	struct box_nsbox_exec x;
+	struct box_nsbox_inst i;
+	const char *envp[GUEST_ENV_MAX + 1];
+	char sess[BOX_SBSTATE_ID_MAX + 16], tool_bin[PATH_MAX];
+	size_t n = 0, k;
+	cJSON *res;
+
+	box_fmt(sess, sizeof(sess), "BOX_SESSION=%s", s->id);
+	envp[n++] = "PATH=" GUEST_PATH;
+	envp[n++] = "HOME=/workspace";
+	envp[n++] = "LANG=C.UTF-8";
+	envp[n++] = "TERM=dumb";
+	envp[n++] = "TMPDIR=/tmp";
+	envp[n++] = "USER=root";
+	envp[n++] = sess;
+	for (k = 0; e->env && e->env[k]; k++)
+		env_set(envp, &n, GUEST_ENV_MAX, e->env[k]);
+	envp[n] = NULL;
+	if (empty_output(s, err) < 0)
+		return NULL;
+	config_of(s, &c, NULL, tool_bin, sizeof(tool_bin));
+	inst_of(s, &i);
+	memset(&x, 0, sizeof(x));
+	x.argv = (char *const *)e->argv;
+	x.envp = (char *const *)envp;
+	x.cwd = e->cwd;
+	x.stdin_data = e->stdin_data;
+	x.stdin_len = e->stdin_len;
+	x.timeout_ms = e->timeout_ms;
+	x.cpu_ms = e->cpu_ms;
+	x.max_output_bytes = e->max_output_bytes;
+	x.on_output = e->on_output;
+	x.ctx = e->ctx;
+	res = box_nsbox_exec(&i, &c, &x, err);
+	if (res && collect_outputs(s, res, err) < 0) {
+		cJSON_Delete(res);
+		return NULL;
+	}
+	return res;
+}
+
+/* The host directory and the path inside it of a guest path of the file API. */
+static int file_target(const struct box_sbprov_session *s, const char *path, char *dir,
+		       size_t dn, const char **rel, int writing, struct box_err *err)
+{
+	static const char *const roots[] = { "/workspace", "/input", "/output" };
+	size_t k;
+
+	if (path[0] != '/') {
+		box_fmt(dir, dn, "%s/workspace", s->sdir);
+		*rel = path;
+		return 0;
+	}
+	for (k = 0; k < sizeof(roots) / sizeof(roots[0]); k++) {
+		size_t n = strlen(roots[k]);
+
+		if (strncmp(path, roots[k], n) == 0 && (path[n] == 0 || path[n] == '/')) {
+			if (writing && k == 1)
+				return box_err_set(err, BOX_E_POLICY, "/input is read-only"),
+				       box_err_path(err, "$.path"), -1;
+			box_fmt(dir, dn, "%s%s", s->sdir, roots[k]);
+			*rel = path[n] ? path + n : "/";
+			return 0;
+		}
+	}
+	box_err_set(err, BOX_E_POLICY, "the file API reaches /workspace, /input and /output only");
+	box_err_path(err, "$.path");
+	return -1;
+}
+
+static int open_target(const struct box_sbprov_session *s, const char *path, int writing,
+		       struct box_ws *ws, const char **rel, struct box_err *err)
+{
+	char dir[PATH_MAX];
+
+	if (file_target(s, path, dir, sizeof(dir), rel, writing, err) < 0)
+		return -1;
+	return box_ws_open(ws, dir, writing ? lim(s, "disk_bytes", BOX_SANDBOX_DEFAULT_DISK) : -1,
+			   err);
+}
+
+static cJSON *local_read(struct box_sbprov_session *s, const char *path, struct box_err *err)
+{
+	const char *rel;
+	struct box_ws ws;
+	struct box_buf b, enc;
+	cJSON *o;
+	int text;
+
+	if (open_target(s, path, 0, &ws, &rel, err) < 0)
+		return NULL;
+	box_buf_init(&b, (size_t)BOX_SANDBOX_READ_MAX);
+	if (box_ws_read(&ws, rel, &b, err) < 0) {
+		box_ws_release(&ws);
+		box_buf_release(&b);
+		return NULL;
+	}
+	box_ws_release(&ws);
+	text = box_utf8_valid(b.data ? b.data : "", b.len) && !memchr(b.data ? b.data : "", 0, b.len);
+	box_buf_init(&enc, text ? b.len + 1 : box_base64_encoded_len(b.len) + 1);
+	if ((text ? box_buf_append(&enc, b.data ? b.data : "", b.len, err) :
+	     box_base64_encode(b.data, b.len, &enc, err)) < 0 ||
+	    box_buf_append(&enc, "", 1, err) < 0) {
+		box_buf_release(&enc);
+		box_buf_release(&b);
+		return NULL;
+	}
+	o = cJSON_CreateObject();
+	cJSON_AddStringToObject(o, "path", path);
+	box_json_add_int64(o, "size", (int64_t)b.len);
+	cJSON_AddStringToObject(o, "content", enc.data);
+	cJSON_AddStringToObject(o, "encoding", text ? "utf-8" : "base64");
+	box_buf_release(&enc);
+	box_buf_release(&b);
+	return o;
+}
+
+static cJSON *local_write(struct box_sbprov_session *s, const char *path, const void *data,
+			  size_t n, struct box_err *err)
+{
+	const char *rel;
+	struct box_ws ws;
+	cJSON *o;
+
+	if (open_target(s, path, 1, &ws, &rel, err) < 0)
+		return NULL;
+	if (box_ws_write(&ws, rel, data, n, 0, err) < 0) {
+		box_ws_release(&ws);
+		return NULL;
+	}
+	box_ws_release(&ws);
+	o = cJSON_CreateObject();
+	cJSON_AddStringToObject(o, "path", path);
+	box_json_add_int64(o, "size", (int64_t)n);
+	return o;
+}
+
+static cJSON *local_list(struct box_sbprov_session *s, const char *path, struct box_err *err)
+{
+	const char *rel;
+	struct box_ws ws;
+	cJSON *o, *list;
+
+	if (open_target(s, path, 0, &ws, &rel, err) < 0)
+		return NULL;
+	list = box_ws_list(&ws, rel, 10000, err);
+	box_ws_release(&ws);
+	if (!list)
+		return NULL;
+	o = cJSON_CreateObject();
+	cJSON_AddStringToObject(o, "path", path);
+	cJSON_AddItemToObject(o, "entries", list);
+	return o;
+}
+
+static cJSON *local_checkpoint(struct box_sbprov_session *s, struct box_err *err)
+{
+	char ws[PATH_MAX], snaps[PATH_MAX];
+	const char *args[4] = { "snapshot", ws, snaps, NULL };
+	cJSON *res;
+	int paused = 0;
+
+	box_fmt(ws, sizeof(ws), "%s/workspace", s->sdir);
+	box_fmt(snaps, sizeof(snaps), "%s/snapshots", s->sdir);
+	if (mkdir(snaps, 0755) < 0 && errno != EEXIST)
+		return box_err_sys(err, "cannot create %s", snaps), NULL;
+	/* a still workspace: nothing in the sandbox writes while it is read */
+	if (local_pause(s, err) == 0)
+		paused = 1;
+	box_err_init(err);
+	res = run_sbfiles(s->libexec, args, err);
+	if (paused)
+		(void)local_resume(s, &(struct box_err){ 0 });
+	return res;
+}
+
+static int local_restore(struct box_sbprov_session *s, const char *from, const char *digest,
+			 struct box_err *err)
+{
+	char snaps[PATH_MAX];
+	const char *args[6] = { "restore", snaps, digest, s->sdir, "workspace", NULL };
+	cJSON *res;
+
+	box_fmt(snaps, sizeof(snaps), "%s/%s/snapshots", s->dir, from);
+	res = run_sbfiles(s->libexec, args, err);
+	cJSON_Delete(res);
+	return res ? 0 : -1;
+}
+
+static void local_status(const struct box_sbprov_session *s, cJSON *o)
+{
+	const cJSON *h = pdata(s, "holder");
+
+	cJSON_AddStringToObject(o, "limits_enforced_by",
+				strcmp(box_json_get_str(h, "cgroup", "none"), "none") ?
+				"cgroup" : "rlimit");
+}
+
+/* The keeper's idle check: pause a sandbox nobody used for idle_pause_after_seconds. Runs in
+ * the keeper process on the host, never holding the lock while sleeping. */
+static int keeper_tick(const void *ctx)
+{
+	const struct box_sbprov_session *k = ctx;
+	struct box_sbstate rec;
+	struct box_sbprov_session s = *k;
+	struct stat st;
+	char p[PATH_MAX];
+	int64_t idle_ms, since;
+	int lockfd;
+	struct box_err e;
+
+	box_err_init(&e);
+	idle_ms = lim(k, "idle_pause_after_seconds", BOX_SANDBOX_DEFAULT_IDLE) * 1000;
+	box_fmt(p, sizeof(p), "%s/state.json", s.sdir);
+	if (stat(p, &st) < 0)
+		return -1;
+	since = (int64_t)(time(NULL) - st.st_mtime) * 1000;
+	if (since < idle_ms)
+		return (int)(idle_ms - since + 50 > 3600000 ? 3600000 : idle_ms - since + 50);
+	lockfd = box_sbstate_lock(s.dir, s.id, 0, &e);
+	if (lockfd < 0)
+		return 1000;   /* an operation is running: look again soon */
+	box_sbstate_init(&rec);
+	s.rec = &rec;
+	if (box_sbstate_read(s.dir, s.id, &rec, &e) == 0 && rec.state == BOX_SB_RUNNING &&
+	    stat(p, &st) == 0 && (time(NULL) - st.st_mtime) * 1000 >= idle_ms &&
+	    local_pause(&s, &e) == 0) {
+		rec.state = BOX_SB_PAUSED;
+		(void)box_sbstate_write(s.dir, &rec, &e);
+	}
+	box_sbstate_release(&rec);
+	close(lockfd);
+	return (int)(idle_ms > 3600000 ? 3600000 : idle_ms);
+}
+
+/* The keeper's tool socket: the tools granted at create, loaded once, answered one
+ * connection at a time. Lua tools run in the box-run found in the keeper's environment,
+ * which is that of the create or resume that started it. */
+static void keeper_serve(int fd, const void *ctx)
+{
+	static struct box_toolset *set;
+	static char box_run[PATH_MAX];
+	static int tried;
+	static struct box_tool_call_opts o = { .max_timeout_ms = BOX_TOOL_MAX_TIMEOUT_MS };
+	const struct box_sbprov_session *s = ctx;
+	struct box_toolset none = { NULL, 0 };
+
+	if (!tried) {
+		struct box_err e;
+		const char *path = box_json_get_str(pdata(s, "config"), "tools", NULL);
+
+		box_err_init(&e);
+		tried = 1;
+		set = path ? box_tools_load(path, &e) : NULL;
+		if (box_tool_find_box_run(box_run, sizeof(box_run), &e) == 0)
+			o.box_run = box_run;
+	}
+	box_toolsrv_serve_one(fd, set ? set : &none, &o);
+}
+
+const struct box_sbprov box_nsbox_provider = {
+	.name = "local",
+	.keeps_state = 1,
+	.retry_gone = 1,
+	.tools = 1,
+	.configure = local_configure,
+	.start = local_start,
+	.observe = local_observe,
+	.pause = local_pause,
+	.resume = local_resume,
+	.stop = local_stop,
+	.exec = local_exec,
+	.read = local_read,
+	.write = local_write,
+	.list = local_list,
+	.checkpoint = local_checkpoint,
+	.restore = local_restore,
+	.status = local_status,
+};

@@ -20,6 +20,22 @@ struct box_nsbox_mount {
 	int ro;
 };
 
+/* Mounts parsed from "HOST:GUEST[:ro]" texts; the strings are owned. */
+struct box_nsbox_mounts {
+	struct box_nsbox_mount m[BOX_NSBOX_MOUNTS_MAX];
+	char *buf[BOX_NSBOX_MOUNTS_MAX];
+	size_t n;
+};
+
+/* Parses arr (an array of "HOST:GUEST[:ro|:rw]" strings) into an emptied *ms: absolute paths,
+ * the host path an existing file or directory, the guest path allowed by
+ * box_nsbox_check_guest_path. Returns 0, or -1 with invalid_request or not_found (a missing
+ * source), path "$.mount[i]"; *ms is left empty on failure. */
+int box_nsbox_parse_mounts(const cJSON *arr, struct box_nsbox_mounts *ms, struct box_err *err);
+
+/* Frees the strings of *ms; it is empty afterwards. */
+void box_nsbox_mounts_release(struct box_nsbox_mounts *ms);
+
 struct box_nsbox_config {
 	const char *dir;       /* the session directory, absolute: workspace/ input/ output/
 				* root/ logs/ run/ live there */
