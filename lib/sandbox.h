@@ -45,6 +45,11 @@ struct box_sandbox_op {
 	const char *args[2];
 	enum box_sandbox_session_arg session;
 	int may_create;   /* 1: the operation creates an absent session first */
+	int content_from_stdin;  /* 1: without content or content_base64, the driver reads
+				  * content from stdin */
+	/* what follows the name on each usage line of --help (lines split by "\n"); operations
+	 * with the same text share a line */
+	const char *usage;
 };
 
 /* The operations, in the order of --help; ended by an entry whose name is NULL. */
