@@ -1482,28 +1482,6 @@ static void prune_logs(const char *dir)
 	free(names);
 }
 
-static int add_text(cJSON *res, const char *key, const struct box_buf *b, int *lossy)
-{
-	struct box_buf clean;
-	size_t n = box_utf8_cut(b->data ? b->data : "", b->len);
-	cJSON *s;
-	struct box_err ign;
-
-	box_buf_init(&clean, n * 3 + 1);
-	if (box_utf8_sanitize(b->data ? b->data : "", n, &clean, &ign) < 0) {
-		box_buf_release(&clean);
-		return -1;
-	}
-	if (clean.len != n || !box_utf8_valid(b->data ? b->data : "", n))
-		*lossy = 1;
-	s = box_json_string_n(clean.data ? clean.data : "", clean.len);
-	box_buf_release(&clean);
-	if (!s)
-		return -1;
-	cJSON_AddItemToObject(res, key, s);
-	return 0;
-}
-
 static const char *sig_name(int sig)
 {
 	static char buf[16];
@@ -1524,19 +1502,20 @@ static void close_pair(int p[2])
 	p[0] = p[1] = -1;
 }
 
-cJSON *box_nsbox_exec(const struct box_nsbox_inst *i, const struct box_nsbox_config *c,
-		      const struct box_nsbox_exec *x, struct box_err *err)
+int box_nsbox_exec(const struct box_nsbox_inst *i, const struct box_nsbox_config *c,
+		   const struct box_nsbox_exec *x, struct box_sbexec_result *r, struct box_err *err)
 {
+	struct box_sbexec_facts facts = { 0 };
+	enum box_sbexec_limit seen = BOX_SBEXEC_LIMIT_NONE;
+	int rc = -1;
 	struct exec_fds f = { { -1, -1 }, { -1, -1 }, { -1, -1 }, { -1, -1 }, { -1, -1 } };
 	struct exec_status st = { 0 };
 	struct box_cg_counters before, after;
 	struct capture cap;
-	int pidfd, have_status = 0, nocg = i->cg == BOX_CG_NONE, lossy = 0;
+	int pidfd, have_status = 0, nocg = i->cg == BOX_CG_NONE;
 	int64_t start = mono_ms(), deadline = start + x->timeout_ms, last_disk = start;
 	size_t status_got = 0, in_off = 0;
-	const char *limit = NULL;
 	pid_t c1;
-	cJSON *res = NULL;
 
 	memset(&cap, 0, sizeof(cap));
 	cap.logfd = -1;
@@ -1546,8 +1525,10 @@ cJSON *box_nsbox_exec(const struct box_nsbox_inst *i, const struct box_nsbox_con
 	box_buf_init(&cap.head[1], cap.max);
 	box_buf_init(&cap.mem, cap.max * 2);
 	pidfd = holder_pidfd(i);
-	if (pidfd < 0)
-		return box_err_set(err, BOX_E_NOT_FOUND, "the sandbox's holder is gone"), NULL;
+	if (pidfd < 0) {
+		box_err_set(err, BOX_E_NOT_FOUND, "the sandbox's holder is gone");
+		goto out;
+	}
 	if (pipe2(f.out, O_CLOEXEC) < 0 || pipe2(f.errp, O_CLOEXEC) < 0 ||
 	    pipe2(f.status, O_CLOEXEC) < 0 || pipe2(f.ctl, O_CLOEXEC) < 0) {
 		box_err_sys(err, "pipe");
@@ -1651,18 +1632,18 @@ spawned:
 			f.in[1] = -1;
 		}
 		now = mono_ms();
-		if (!limit && x->cpu_ms > 0 && !nocg) {
+		if (!seen && x->cpu_ms > 0 && !nocg) {
 			box_cg_counters(i->cg, c->id, &after);
 			if (after.cpu_ns >= 0 && before.cpu_ns >= 0 &&
 			    (after.cpu_ns - before.cpu_ns) / 1000000 > x->cpu_ms)
-				limit = "cpu";
+				seen = BOX_SBEXEC_LIMIT_CPU;
 		}
-		if (!limit && c->disk_bytes > 0 && now - last_disk >= DISK_EVERY_MS) {
+		if (!seen && c->disk_bytes > 0 && now - last_disk >= DISK_EVERY_MS) {
 			last_disk = now;
 			if (disk_used(c) >= c->disk_bytes)
-				limit = "disk";
+				seen = BOX_SBEXEC_LIMIT_DISK;
 		}
-		if (limit && f.ctl[1] >= 0) {
+		if (seen && f.ctl[1] >= 0) {
 			(void)!write(f.ctl[1], "k", 1);
 			close(f.ctl[1]);
 			f.ctl[1] = -1;
@@ -1687,57 +1668,38 @@ spawned:
 		goto out;
 	}
 	box_cg_counters(i->cg, c->id, &after);
+	facts.timed_out = st.timed_out;
+	facts.seen = seen;
 	/* a fast writer can fill the disk between two looks: look once more at the end */
-	if (!limit && c->disk_bytes > 0 && disk_used(c) >= c->disk_bytes)
-		limit = "disk";
-	if (st.timed_out)
-		limit = "timeout";
-	else if (!limit && st.sig == SIGXCPU)
-		limit = "cpu";
-	else if (!limit && st.sig == SIGXFSZ)
-		limit = "disk";
-	else if (!limit && after.oom_kills > before.oom_kills && before.oom_kills >= 0)
-		limit = "memory";
-	else if (!limit && after.pids_max_hits > before.pids_max_hits && before.pids_max_hits >= 0 &&
-		 !(st.exited && st.code == 0))
-		limit = "pids";
-	res = cJSON_CreateObject();
-	if (!res) {
-		box_err_set(err, BOX_E_INTERNAL, "out of memory");
-		goto out;
-	}
-	if (st.exited)
-		cJSON_AddNumberToObject(res, "exit_code", st.code);
-	else
-		cJSON_AddNullToObject(res, "exit_code");
+	facts.disk_full = seen == BOX_SBEXEC_LIMIT_NONE && c->disk_bytes > 0 &&
+			  disk_used(c) >= c->disk_bytes;
+	facts.exited = st.exited;
+	facts.code = st.code;
+	facts.sig = st.sig;
+	facts.oom_kills = before.oom_kills >= 0 && after.oom_kills >= 0 ?
+			  after.oom_kills - before.oom_kills : -1;
+	facts.pids_max_hits = before.pids_max_hits >= 0 && after.pids_max_hits >= 0 ?
+			      after.pids_max_hits - before.pids_max_hits : -1;
+	r->limit = box_sbexec_classify(&facts);
+	r->exited = st.exited;
+	r->exit_code = st.code;
 	if (st.sig)
-		cJSON_AddStringToObject(res, "signal", sig_name(st.sig));
+		box_fmt(r->signal, sizeof(r->signal), "%s", sig_name(st.sig));
 	else if (st.timed_out || st.killed)
-		cJSON_AddStringToObject(res, "signal", "SIGKILL");
-	else
-		cJSON_AddNullToObject(res, "signal");
-	if (add_text(res, "stdout", &cap.head[0], &lossy) < 0 ||
-	    add_text(res, "stderr", &cap.head[1], &lossy) < 0) {
-		cJSON_Delete(res);
-		res = NULL;
-		box_err_set(err, BOX_E_INTERNAL, "out of memory");
+		box_fmt(r->signal, sizeof(r->signal), "SIGKILL");
+	if (box_sbexec_set_output(r, 1, cap.head[0].data, cap.head[0].len, err) < 0 ||
+	    box_sbexec_set_output(r, 2, cap.head[1].data, cap.head[1].len, err) < 0)
 		goto out;
-	}
-	cJSON_AddBoolToObject(res, "truncated", cap.truncated);
-	box_json_add_int64(res, "total_lines", cap.lines + cap.partial[0] + cap.partial[1]);
+	r->truncated = cap.truncated;
+	r->total_lines = cap.lines + cap.partial[0] + cap.partial[1];
 	if (cap.truncated && cap.logfd >= 0) {
-		cJSON_AddStringToObject(res, "full_output_path", cap.logpath);
-		if (cap.log_cut)
-			cJSON_AddBoolToObject(res, "full_output_truncated", 1);
+		r->full_output_path = strdup(cap.logpath);
+		r->full_output_truncated = cap.log_cut;
 	}
-	box_json_add_int64(res, "duration_ms", mono_ms() - start);
-	if (limit)
-		cJSON_AddStringToObject(res, "resource_limit", limit);
-	else
-		cJSON_AddNullToObject(res, "resource_limit");
-	cJSON_AddStringToObject(res, "limits_enforced_by", nocg ? "rlimit" : "cgroup");
-	if (lossy)
-		cJSON_AddBoolToObject(res, "lossy", 1);
+	r->duration_ms = mono_ms() - start;
+	box_fmt(r->limits_enforced_by, sizeof(r->limits_enforced_by), "%s",
+		nocg ? "rlimit" : "cgroup");
+	rc = 0;
 out:
 	if (pidfd >= 0)
 		close(pidfd);
@@ -1756,7 +1718,7 @@ out:
 	box_buf_release(&cap.head[0]);
 	box_buf_release(&cap.head[1]);
 	box_buf_release(&cap.mem);
-	return res;
+	return rc;
 }
 
 /* ---- the local provider of box-sandbox's sessions (struct box_sbprov) ---- */
@@ -2125,7 +2087,8 @@ static int empty_output(const struct box_sbprov_session *s, struct box_err *err)
 }
 
 /* Files the command left in /output: [{"path","size","sha256"}], listed by box-sbfiles. */
-static int collect_outputs(const struct box_sbprov_session *s, cJSON *res, struct box_err *err)
+static int collect_outputs(const struct box_sbprov_session *s, struct box_sbexec_result *r,
+			   struct box_err *err)
 {
 	char p[PATH_MAX];
 	const char *args[3] = { "outputs", p, NULL };
@@ -2148,21 +2111,20 @@ static int collect_outputs(const struct box_sbprov_session *s, cJSON *res, struc
 		else
 			close(d);
 	}
-	if (empty) {
-		cJSON_AddItemToObject(res, "outputs", cJSON_CreateArray());
+	if (empty)
 		return 0;
-	}
 	o = run_sbfiles(s->libexec, args, err);
 	if (!o)
 		return -1;
 	files = cJSON_DetachItemFromObjectCaseSensitive(o, "outputs");
 	cJSON_Delete(o);
-	cJSON_AddItemToObject(res, "outputs", files ? files : cJSON_CreateArray());
+	cJSON_Delete(r->outputs);
+	r->outputs = files;
 	return 0;
 }
 
-static cJSON *local_exec(struct box_sbprov_session *s, const struct box_sbexec *e,
-			 struct box_err *err)
+static int local_exec(struct box_sbprov_session *s, const struct box_sbexec *e,
+		      struct box_sbexec_result *r, struct box_err *err)
 {
 	struct box_nsbox_config c;
 	struct box_nsbox_exec x;
@@ -2170,7 +2132,6 @@ static cJSON *local_exec(struct box_sbprov_session *s, const struct box_sbexec *
 	const char *envp[GUEST_ENV_MAX + 1];
 	char sess[BOX_SBSTATE_ID_MAX + 16], tool_bin[PATH_MAX];
 	size_t n = 0, k;
-	cJSON *res;
 
 	box_fmt(sess, sizeof(sess), "BOX_SESSION=%s", s->id);
 	envp[n++] = "PATH=" GUEST_PATH;
@@ -2184,7 +2145,7 @@ static cJSON *local_exec(struct box_sbprov_session *s, const struct box_sbexec *
 		env_set(envp, &n, GUEST_ENV_MAX, e->env[k]);
 	envp[n] = NULL;
 	if (empty_output(s, err) < 0)
-		return NULL;
+		return -1;
 	config_of(s, &c, NULL, tool_bin, sizeof(tool_bin));
 	inst_of(s, &i);
 	memset(&x, 0, sizeof(x));
@@ -2198,12 +2159,9 @@ static cJSON *local_exec(struct box_sbprov_session *s, const struct box_sbexec *
 	x.max_output_bytes = e->max_output_bytes;
 	x.on_output = e->on_output;
 	x.ctx = e->ctx;
-	res = box_nsbox_exec(&i, &c, &x, err);
-	if (res && collect_outputs(s, res, err) < 0) {
-		cJSON_Delete(res);
-		return NULL;
-	}
-	return res;
+	if (box_nsbox_exec(&i, &c, &x, r, err) < 0)
+		return -1;
+	return collect_outputs(s, r, err);
 }
 
 /* The host directory and the path inside it of a guest path of the file API. */

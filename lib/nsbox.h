@@ -9,6 +9,7 @@
 #include <cjson/cJSON.h>
 #include "cgroup.h"
 #include "err.h"
+#include "sbexec.h"
 
 #define BOX_NSBOX_MOUNTS_MAX 32
 #define BOX_NSBOX_FULL_OUTPUT_MAX ((int64_t)256 << 20)  /* cap on the full-output log */
@@ -112,15 +113,14 @@ struct box_nsbox_exec {
  * everything it starts ends with it), its own session, the sandbox's groups, rlimits, no
  * capabilities, no_new_privs, the seccomp deny-list and only fds 0-2.
  *
- * Returns the result object: exit_code (null when killed by a signal), signal ("SIGKILL" or
- * null), stdout, stderr (each at most max_output_bytes, cut at a character boundary, invalid
- * UTF-8 replaced and "lossy": true), truncated, total_lines, full_output_path (only when
- * truncated: both streams in arrival order, at most BOX_NSBOX_FULL_OUTPUT_MAX bytes),
- * duration_ms, resource_limit (null, "timeout", "memory", "pids", "cpu", "disk") and
- * limits_enforced_by ("cgroup" or "rlimit"). NULL with err when the command could not be
- * started (not_found: the instance is gone; io_error).
+ * Returns 0 with *r (emptied by the caller) filled: exit_code, signal, stdout and stderr
+ * (each at most max_output_bytes, see box_sbexec_set_output), truncated, total_lines,
+ * full_output_path (only when truncated: both streams in arrival order, at most
+ * BOX_NSBOX_FULL_OUTPUT_MAX bytes), duration_ms, the limit (box_sbexec_classify) and
+ * limits_enforced_by ("cgroup" or "rlimit"); outputs are left to the caller. -1 with err
+ * when the command could not be started (not_found: the instance is gone; io_error).
  */
-cJSON *box_nsbox_exec(const struct box_nsbox_inst *i, const struct box_nsbox_config *c,
-		      const struct box_nsbox_exec *x, struct box_err *err);
+int box_nsbox_exec(const struct box_nsbox_inst *i, const struct box_nsbox_config *c,
+		   const struct box_nsbox_exec *x, struct box_sbexec_result *r, struct box_err *err);
 
 #endif

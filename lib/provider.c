@@ -323,11 +323,12 @@ static int plugin_stop(struct box_sbprov_session *s, struct box_err *err)
 	return plugin_simple(s, "delete", err);
 }
 
-static cJSON *plugin_exec(struct box_sbprov_session *s, const struct box_sbexec *x,
-			  struct box_err *err)
+static int plugin_exec(struct box_sbprov_session *s, const struct box_sbexec *x,
+		       struct box_sbexec_result *r, struct box_err *err)
 {
 	cJSON *o = cJSON_CreateObject(), *res;
 	size_t k;
+	int rc;
 
 	cJSON_AddItemToObject(o, "argv", cJSON_CreateArray());
 	for (k = 0; x->argv[k]; k++)
@@ -343,9 +344,11 @@ static cJSON *plugin_exec(struct box_sbprov_session *s, const struct box_sbexec 
 	box_json_add_int64(o, "timeout_ms", x->timeout_ms);
 	box_json_add_int64(o, "max_output_bytes", x->max_output_bytes);
 	res = plugin_op(s, "exec", o, x->timeout_ms + 30000, err);
-	if (res && !cJSON_GetObjectItemCaseSensitive(res, "outputs"))
-		cJSON_AddItemToObject(res, "outputs", cJSON_CreateArray());
-	return res;
+	if (!res)
+		return -1;
+	rc = box_sbexec_from_json(r, res, err);
+	cJSON_Delete(res);
+	return rc;
 }
 
 /* read and write: read_file / write_file with the bytes in base64 */

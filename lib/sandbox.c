@@ -265,67 +265,30 @@ struct exec_spec {
 	int events;
 };
 
-/* Turns an exec result into an error result when the command failed or hit a limit. */
-static void judge(const struct box_sandbox_ctx *s, cJSON *res)
+/* The configured limits of an exec of the session, for its error object. */
+static struct box_sbexec_conf conf_of(const struct box_sandbox_ctx *s, int timeout_ms)
 {
-	const cJSON *code = cJSON_GetObjectItemCaseSensitive(res, "exit_code");
-	const char *limit = box_json_get_str(res, "resource_limit", NULL);
-	const char *sig = box_json_get_str(res, "signal", NULL);
-	struct box_err e;
+	struct box_sbexec_conf c = {
+		.timeout_ms = timeout_ms,
+		.memory = lim(s, "memory", BOX_SANDBOX_DEFAULT_MEMORY),
+		.pids = lim(s, "pids", BOX_SANDBOX_DEFAULT_PIDS),
+		.cpu_ms = lim(s, "cpu_ms", 0),
+		.disk_bytes = lim(s, "disk_bytes", BOX_SANDBOX_DEFAULT_DISK),
+	};
 
-	box_err_init(&e);
-	if (limit && strcmp(limit, "timeout") == 0)
-		box_err_set(&e, BOX_E_TIMEOUT, "the command ran out of time");
-	else if (limit)
-		box_err_set(&e, BOX_E_LIMIT, "the command hit the %s limit", limit);
-	else if (sig)
-		box_err_set(&e, BOX_E_GUEST, "the command was killed by %s", sig);
-	else if (cJSON_IsNumber(code) && code->valuedouble != 0)
-		box_err_set(&e, BOX_E_GUEST, "the command exited with status %d",
-			    (int)code->valuedouble);
-	if (limit) {
-		static const struct {
-			const char *name, *key, *unit;
-			int64_t def;
-		} lims[] = {
-			{ "timeout", "timeout_ms", "ms", BOX_SANDBOX_DEFAULT_TIMEOUT_MS },
-			{ "memory", "memory", "bytes", BOX_SANDBOX_DEFAULT_MEMORY },
-			{ "pids", "pids", "processes", BOX_SANDBOX_DEFAULT_PIDS },
-			{ "cpu", "cpu_ms", "ms", 0 },
-			{ "disk", "disk_bytes", "bytes", BOX_SANDBOX_DEFAULT_DISK },
-		};
-		size_t k;
-
-		for (k = 0; k < sizeof(lims) / sizeof(lims[0]); k++)
-			if (strcmp(limit, lims[k].name) == 0) {
-				int64_t conf = lim(s, lims[k].key, lims[k].def);
-
-				if (k == 0)
-					conf = box_json_get_int(s->req, "timeout_ms", conf);
-				box_fmt(e.limit, sizeof(e.limit), "%s",
-					k == 0 ? "timeout_ms" : lims[k].name);
-				box_fmt(e.unit, sizeof(e.unit), "%s", lims[k].unit);
-				e.configured = conf;
-				e.has_configured = 1;
-			}
-	}
-	cJSON_DeleteItemFromObjectCaseSensitive(res, "ok");
-	if (e.code == BOX_OK) {
-		cJSON_AddTrueToObject(res, "ok");
-		return;
-	}
-	cJSON_AddFalseToObject(res, "ok");
-	cJSON_AddItemToObject(res, "error", box_err_to_json(&e));
+	return c;
 }
 
-/* Runs the command of e through the provider; *out is its result. */
-static int run_exec(struct box_sandbox_ctx *s, const struct exec_spec *e, cJSON **out, struct box_err *err)
+/* Runs the command of e through the provider: 0 with *r filled (release it), or -1. */
+static int run_exec(struct box_sandbox_ctx *s, const struct exec_spec *e,
+		    struct box_sbexec_result *r, struct box_err *err)
 {
 	struct box_sbexec x = { 0 };
 	cJSON *env = cJSON_CreateArray();
 	const char **argv = strv_of(e->argv), **envp = NULL;
+	int rc = -1;
 
-	*out = NULL;
+	box_sbexec_result_init(r);
 	if (env) {
 		resolve_env(cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(
 				    s->rec.provider_data, "config"), "env"), env);
@@ -348,12 +311,12 @@ static int run_exec(struct box_sandbox_ctx *s, const struct exec_spec *e, cJSON 
 		x.on_output = s->io->on_output;
 		x.ctx = s->io->ctx;
 	}
-	*out = s->p->exec(&s->ps, &x, err);
+	rc = s->p->exec(&s->ps, &x, r, err);
 out:
 	free(argv);
 	free(envp);
 	cJSON_Delete(env);
-	return *out ? 0 : -1;
+	return rc;
 }
 
 static int run_init(struct box_sandbox_ctx *s, struct box_err *err)
@@ -363,31 +326,32 @@ static int run_init(struct box_sandbox_ctx *s, struct box_err *err)
 
 	cJSON_ArrayForEach(cmd, s->rec.init) {
 		struct exec_spec e = { 0 };
-		cJSON *res = NULL, *argv = cJSON_CreateArray();
-		const cJSON *ok;
+		struct box_sbexec_result r;
+		struct box_sbexec_conf conf;
+		struct box_err why;
+		cJSON *argv = cJSON_CreateArray();
 
 		cJSON_AddItemToArray(argv, cJSON_CreateString("/bin/sh"));
 		cJSON_AddItemToArray(argv, cJSON_CreateString("-c"));
 		cJSON_AddItemToArray(argv, cJSON_CreateString(cmd->valuestring));
 		e.argv = argv;
 		e.timeout_ms = (int)lim(s, "timeout_ms", BOX_SANDBOX_DEFAULT_TIMEOUT_MS);
-		if (run_exec(s, &e, &res, err) < 0) {
+		conf = conf_of(s, e.timeout_ms);
+		if (run_exec(s, &e, &r, err) < 0) {
+			box_sbexec_result_release(&r);
 			cJSON_Delete(argv);
 			goto failed;
 		}
 		cJSON_Delete(argv);
-		judge(s, res);
-		ok = cJSON_GetObjectItemCaseSensitive(res, "ok");
-		if (!cJSON_IsTrue(ok)) {
+		box_sbexec_judge(&r, &conf, &why);
+		if (why.code != BOX_OK) {
 			box_err_set(err, BOX_E_GUEST, "init command %d (%.200s) failed: %s; stderr: %.1000s",
-				    idx + 1, cmd->valuestring,
-				    box_json_get_str(cJSON_GetObjectItemCaseSensitive(res, "error"),
-						     "message", ""),
-				    box_json_get_str(res, "stderr", ""));
-			cJSON_Delete(res);
+				    idx + 1, cmd->valuestring, why.message,
+				    r.err.data ? r.err.data : "");
+			box_sbexec_result_release(&r);
 			goto failed;
 		}
-		cJSON_Delete(res);
+		box_sbexec_result_release(&r);
 		idx++;
 	}
 	free(s->rec.last_init_error);
@@ -627,6 +591,9 @@ static cJSON *op_create(struct box_sandbox_ctx *s, struct box_err *err)
 static cJSON *op_exec(struct box_sandbox_ctx *s, struct box_err *err)
 {
 	struct exec_spec e = { 0 };
+	struct box_sbexec_result r;
+	struct box_sbexec_conf conf;
+	struct box_err why;
 	const cJSON *argv = cJSON_GetObjectItemCaseSensitive(s->req, "argv");
 	const char *cmd = box_json_get_str(s->req, "command", NULL);
 	cJSON *res = NULL, *shell = NULL;
@@ -650,19 +617,31 @@ static cJSON *op_exec(struct box_sandbox_ctx *s, struct box_err *err)
 	e.timeout_ms = (int)box_json_get_int(s->req, "timeout_ms",
 					     lim(s, "timeout_ms", BOX_SANDBOX_DEFAULT_TIMEOUT_MS));
 	e.events = box_json_get_bool(s->req, "events", 0);
-	if (run_exec(s, &e, &res, err) < 0) {
+	if (run_exec(s, &e, &r, err) < 0) {
 		/* the instance died between the check and the exec: replace it, once */
 		if (err->code != BOX_E_NOT_FOUND || !s->p->retry_gone)
 			goto out;
+		box_sbexec_result_release(&r);
 		box_err_init(err);
-		if (ensure(s, 0, err) < 0 || run_exec(s, &e, &res, err) < 0)
+		if (ensure(s, 0, err) < 0 || run_exec(s, &e, &r, err) < 0)
 			goto out;
+	}
+	/* the one rendering of the result, and what the session adds to it */
+	conf = conf_of(s, e.timeout_ms);
+	box_sbexec_judge(&r, &conf, &why);
+	res = box_sbexec_to_json(&r);
+	if (!res) {
+		box_err_set(err, BOX_E_INTERNAL, "out of memory");
+		goto out;
 	}
 	cJSON_AddStringToObject(res, "session", s->id);
 	add_flags(s, res);
-	judge(s, res);
+	cJSON_AddBoolToObject(res, "ok", why.code == BOX_OK);
+	if (why.code != BOX_OK)
+		cJSON_AddItemToObject(res, "error", box_err_to_json(&why));
 	touch(s);
 out:
+	box_sbexec_result_release(&r);
 	cJSON_Delete(shell);
 	return res;
 }

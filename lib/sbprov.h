@@ -13,6 +13,7 @@
 #include <stdint.h>
 #include <cjson/cJSON.h>
 #include "err.h"
+#include "sbexec.h"
 #include "sbstate.h"
 
 /* What a provider sees of a session. All borrowed from the state machine, which holds the
@@ -24,22 +25,6 @@ struct box_sbprov_session {
 	const char *libexec;      /* where box's helpers (and plug-ins first) are looked for */
 	struct box_sbstate *rec;  /* the record; rec->provider_data is the provider's own,
 				   * saved by the state machine after start */
-};
-
-/* One command to run in the instance, in the one form every provider receives. */
-struct box_sbexec {
-	const char *const *argv;  /* NULL-terminated, argv[0] searched in the guest's PATH */
-	const char *const *env;   /* NULL-terminated NAME=VALUE: the session's variables, then
-				   * the exec's (a later one wins); the provider adds its base */
-	const char *cwd;          /* guest path; NULL: /workspace */
-	const char *stdin_data;   /* NULL: none */
-	size_t stdin_len;
-	int timeout_ms;           /* wall time, > 0 */
-	int64_t cpu_ms;           /* <= 0: none */
-	int64_t max_output_bytes; /* kept per stream in the result */
-	/* called with each chunk of output as it arrives (stream 1 or 2); NULL: none */
-	void (*on_output)(void *ctx, int stream, const char *p, size_t n);
-	void *ctx;
 };
 
 struct box_sbprov {
@@ -68,10 +53,10 @@ struct box_sbprov {
 	int (*resume)(struct box_sbprov_session *s, struct box_err *err);
 	/* Ends the instance, leaving the session's files; an absent instance is not an error. */
 	int (*stop)(struct box_sbprov_session *s, struct box_err *err);
-	/* Runs one command: its result object (exit_code ... outputs), or NULL with err
-	 * (not_found: the instance is gone). */
-	cJSON *(*exec)(struct box_sbprov_session *s, const struct box_sbexec *x,
-		       struct box_err *err);
+	/* Runs one command: 0 with *r (emptied by the caller) filled, or -1 with err
+	 * (not_found: the instance is gone); *r is to be released either way. */
+	int (*exec)(struct box_sbprov_session *s, const struct box_sbexec *x,
+		    struct box_sbexec_result *r, struct box_err *err);
 	/* The file API, paths as the request gives them. Each returns the result object
 	 * without "ok" and "session" (the state machine adds them), or NULL with err. */
 	cJSON *(*read)(struct box_sbprov_session *s, const char *path, struct box_err *err);
