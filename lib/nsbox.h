@@ -1,5 +1,8 @@
 /* The local provider of box-sandbox: a holder process that is PID 1 of new user, mount, pid,
- * net, ipc, uts and cgroup namespaces around a read-only root, and commands run inside it. */
+ * net, ipc, uts and cgroup namespaces around a read-only root, and commands run inside it.
+ * lib/nsbox.c starts, watches, pauses and stops an instance and is the provider table of
+ * lib/sbprov.h (box_nsbox_provider); each process role has its own file (lib/nsroles.h):
+ * the holder lib/nsholder.c, the keeper lib/nskeeper.c, the exec chain lib/nsexec.c. */
 #ifndef BOX_NSBOX_H
 #define BOX_NSBOX_H
 
