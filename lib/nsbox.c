@@ -30,6 +30,7 @@
 #include "ipc.h"
 #include "json.h"
 #include "nsroles.h"
+#include "proc.h"
 #include "sandbox.h"
 #include "sbcopy.h"
 #include "sbprov.h"
@@ -421,7 +422,7 @@ int box_nsbox_stop(const struct box_nsbox_inst *i, const char *id, struct box_er
 /* ---- the local provider of box-sandbox's sessions (struct box_sbprov) ---- */
 
 #define HELPER_OUT_MAX ((size_t)16 << 20)
-#define HELPER_TIMEOUT_S 600
+#define HELPER_TIMEOUT_MS 600000
 #define GUEST_PATH "/usr/local/bin:/usr/local/sbin:/usr/bin:/usr/sbin:/bin:/sbin"
 #define GUEST_ENV_MAX 160
 
@@ -435,60 +436,51 @@ static int64_t lim(const struct box_sbprov_session *s, const char *key, int64_t 
 	return box_json_int_value(cJSON_GetObjectItemCaseSensitive(s->rec->limits, key), def);
 }
 
-/* box-sbfiles: the helper that links libcrypto and libarchive (box-sandbox itself does not) */
+/* box-sbfiles: the helper that links libcrypto and libarchive (box-sandbox itself does not),
+ * run like every helper by box_proc_run: its own process group, killed whole at the end or
+ * when it passes HELPER_TIMEOUT_MS. */
 static cJSON *run_sbfiles(const char *libexec, const char *const *args, struct box_err *err)
 {
+	extern char **environ;
 	char path[PATH_MAX];
 	const char *argv[8];
-	int out[2], status, i;
-	pid_t pid;
-	struct box_buf b;
-	cJSON *res;
+	struct box_proc_opts o = { 0 };
+	struct box_proc_result r;
+	cJSON *res = NULL;
+	int i;
 
 	box_fmt(path, sizeof(path), "%s/box-sbfiles", libexec);
 	if (access(path, X_OK) < 0)
 		return box_err_sys(err, "the helper %s cannot be run (set BOX_LIBEXEC_DIR or "
 				   "reinstall box)", path), NULL;
-	argv[0] = "box-sbfiles";
+	argv[0] = path;
 	for (i = 0; args[i] && i < 6; i++)
 		argv[i + 1] = args[i];
 	argv[i + 1] = NULL;
-	if (pipe2(out, O_CLOEXEC) < 0)
-		return box_err_sys(err, "pipe"), NULL;
-	pid = fork();
-	if (pid < 0) {
-		close(out[0]);
-		close(out[1]);
-		return box_err_sys(err, "fork"), NULL;
+	o.argv = argv;
+	o.envp = environ;
+	o.timeout_ms = HELPER_TIMEOUT_MS;
+	o.max_stdout = HELPER_OUT_MAX;
+	if (box_proc_run(&o, &r, err) < 0)
+		goto out;
+	if (r.timed_out) {
+		box_err_limit(err, BOX_E_TIMEOUT, "timeout_ms", HELPER_TIMEOUT_MS, "ms",
+			      "box-sbfiles did not finish within %d ms", HELPER_TIMEOUT_MS);
+		goto out;
 	}
-	if (pid == 0) {
-		int devnull = open("/dev/null", O_RDWR);
-
-		dup2(devnull, 0);
-		dup2(out[1], 1);
-		alarm(HELPER_TIMEOUT_S);
-		execv(path, (char *const *)argv);
-		_exit(127);
+	res = r.stdout_overflow ? NULL : box_json_parse(r.out.data ? r.out.data : "", r.out.len, err);
+	if (!res) {
+		box_err_set(err, BOX_E_INTERNAL, "box-sbfiles printed no JSON%s%s",
+			    r.err_tail[0] ? ": " : "", r.err_tail);
+		goto out;
 	}
-	close(out[1]);
-	box_buf_init(&b, HELPER_OUT_MAX);
-	i = box_buf_read_fd(&b, out[0], err);
-	close(out[0]);
-	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
-		;
-	if (i < 0) {
-		box_buf_release(&b);
-		return NULL;
-	}
-	res = box_json_parse(b.data ? b.data : "", b.len, err);
-	box_buf_release(&b);
-	if (!res)
-		return box_err_set(err, BOX_E_INTERNAL, "box-sbfiles printed no JSON"), NULL;
 	if (cJSON_IsFalse(cJSON_GetObjectItemCaseSensitive(res, "ok"))) {
 		box_err_from_json(err, cJSON_GetObjectItemCaseSensitive(res, "error"));
 		cJSON_Delete(res);
-		return NULL;
+		res = NULL;
 	}
+out:
+	box_proc_result_release(&r);
 	return res;
 }
 

@@ -13,6 +13,7 @@
 #include "base64.h"
 #include "json.h"
 #include "registry.h"
+#include "clock.h"
 #include "sha256.h"
 #include "banned.h"
 
@@ -33,14 +34,6 @@
 static const char manifest_accept[] =
 	"Accept: " BOX_MT_OCI_MANIFEST ", " BOX_MT_OCI_INDEX ", " BOX_MT_DOCKER_MANIFEST ", "
 	BOX_MT_DOCKER_LIST;
-
-static int64_t now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 static int oom(struct box_err *err)
 {
@@ -1090,7 +1083,7 @@ static int perform(struct box_registry *reg, struct xfer *x, int64_t deadline, s
 	struct box_buf auth = BOX_BUF_INIT(TOKEN_MAX + 64);
 	char errbuf[CURL_ERROR_SIZE] = "";
 	int bad = 0, set = 0, i, ret = -1;
-	int64_t left = deadline - now_ms();
+	int64_t left = deadline - box_now_ms();
 	CURL *c;
 	CURLcode rc;
 
@@ -1364,7 +1357,7 @@ static int request(struct box_registry *reg, struct xfer *x, const char *scope, 
 				s = 1;
 			if (s > reg->retry_after_cap_s)
 				s = reg->retry_after_cap_s;
-			left = deadline - now_ms();
+			left = deadline - box_now_ms();
 			if (s * 1000 >= left)
 				return timeout_err(reg, err);
 			waits++;
@@ -1407,7 +1400,7 @@ static int64_t deadline_of(struct box_registry *reg)
 {
 	if (reg->timeout_ms <= 0)
 		reg->timeout_ms = BOX_REGISTRY_DEFAULT_TIMEOUT_MS;
-	return now_ms() + reg->timeout_ms;
+	return box_now_ms() + reg->timeout_ms;
 }
 
 /* base/v2/<prefix/name>/<kind>/<ref> */
