@@ -1076,7 +1076,9 @@ static int auth_line(const struct box_registry *reg, struct box_buf *b, struct b
 	return 0;
 }
 
-/* One request, no redirects, no auth handling: fills x->status and x->h. */
+/* One request, no redirects, no auth handling: fills x->status and x->h. Long because it is
+ * one libcurl transfer: every option that keeps it safe (protocols, no redirects, no netrc,
+ * TLS checks, timeouts, the bounded callbacks) is set in one place, to be read together. */
 static int perform(struct box_registry *reg, struct xfer *x, int64_t deadline, struct box_err *err)
 {
 	struct curl_slist *hl = NULL;
@@ -1534,6 +1536,9 @@ static int rehash_prefix(int fd, int64_t n, struct box_sha256 *sha, struct box_e
 	return 0;
 }
 
+/* Long because the checks of the output, the attempts (a Range resumed after a cut
+ * transfer) and the size and digest computed while streaming share one state, and read
+ * best as the one sequence a download is. */
 int box_registry_get_blob(struct box_registry *reg, const char *name, const char *digest,
 			  int outfd, int64_t expected_size, struct box_err *err)
 {
@@ -1646,6 +1651,8 @@ out:
 	return ret;
 }
 
+/* Long because the pages (the Link header's next URL, each checked to stay on the
+ * registry), their bounds and the merge of their lists are one loop over one state. */
 int box_registry_tags(struct box_registry *reg, const char *name, cJSON **tags,
 		      struct box_err *err)
 {
