@@ -191,29 +191,43 @@ static void __attribute__((noreturn)) supervisor_main(const struct box_nsbox_con
 /* The first process of an exec: into the sandbox's groups (join_cg; BOX_CG_NONE when it was
  * born in them), into the holder's namespaces through its pidfd, then the supervisor in a
  * child (setns of a pid namespace takes effect for children only). */
-void box_nsbox_c1_main(int pidfd, const int *nsfds, const struct box_nsbox_config *c,
-		       const struct box_nsbox_exec *x, const struct box_nsbox_exec_fds *f,
-		       int64_t deadline, int nocg, enum box_cg_mode join_cg)
+int box_nsbox_join(int pidfd, const int *nsfds)
 {
-	pid_t c2;
 	int k;
 
-	if (box_cg_join(join_cg, c->id, 0, &(struct box_err){ 0 }) < 0)
-		box_nsbox_fail_stage(f->status[1], BOX_NSBOX_ST_CGROUP);
 	if (setns(pidfd, NS_FLAGS | CLONE_NEWCGROUP) < 0) {
 		/* an ordinary user may not join through the non-dumpable holder's pidfd: the
 		 * keeper holds the namespaces the holder handed it at birth; the user
 		 * namespace goes first, for the capabilities the others need */
 		if (errno != EPERM || !nsfds || nsfds[0] < 0)
-			box_nsbox_fail_stage(f->status[1], BOX_NSBOX_ST_SETNS);
+			return -1;
 		for (k = 0; k < NS_FDS; k++)
 			if (setns(nsfds[k], 0) < 0)
-				box_nsbox_fail_stage(f->status[1], BOX_NSBOX_ST_SETNS);
+				return -1;
 	}
 	close(pidfd);
 	for (k = 0; nsfds && k < NS_FDS; k++)
 		if (nsfds[k] >= 0)
 			close(nsfds[k]);
+	return 0;
+}
+
+void box_nsbox_supervisor_main(const struct box_nsbox_config *c, const struct box_nsbox_exec *x,
+			       const struct box_nsbox_exec_fds *f, int64_t deadline, int nocg)
+{
+	supervisor_main(c, x, f, deadline, nocg);
+}
+
+void box_nsbox_c1_main(int pidfd, const int *nsfds, const struct box_nsbox_config *c,
+		       const struct box_nsbox_exec *x, const struct box_nsbox_exec_fds *f,
+		       int64_t deadline, int nocg, enum box_cg_mode join_cg)
+{
+	pid_t c2;
+
+	if (box_cg_join(join_cg, c->id, 0, &(struct box_err){ 0 }) < 0)
+		box_nsbox_fail_stage(f->status[1], BOX_NSBOX_ST_CGROUP);
+	if (box_nsbox_join(pidfd, nsfds) < 0)
+		box_nsbox_fail_stage(f->status[1], BOX_NSBOX_ST_SETNS);
 	c2 = fork();
 	if (c2 < 0)
 		box_nsbox_fail_stage(f->status[1], BOX_NSBOX_ST_FORK);

@@ -142,7 +142,7 @@ static char **strings_of(const cJSON *arr)
  * first process of the exec chain (it joins the holder's namespaces through the keeper's
  * pidfd, taken when the holder was born) and answers "k", or "e" when it could not. */
 static void keeper_spawn(const struct box_nsbox_config *c, enum box_cg_mode cg, int ctl,
-			 int pidfd, const int *nsfds, int serve)
+			 int pidfd, const int *nsfds, int serve, int joined)
 {
 	int conn = accept4(ctl, NULL, NULL, SOCK_CLOEXEC), fds[SPAWN_FDS], k;
 	int64_t deadline = box_now_ms() + SPAWN_IO_MS;
@@ -190,6 +190,9 @@ static void keeper_spawn(const struct box_nsbox_config *c, enum box_cg_mode cg, 
 			close(ctl);
 			if (serve >= 0)
 				close(serve);
+			/* the zygote is in the sandbox already: its child is the supervisor */
+			if (joined)
+				box_nsbox_supervisor_main(c, &x, &f, until, cg == BOX_CG_NONE);
 			box_nsbox_c1_main(pidfd, nsfds, c, &x, &f, until, cg == BOX_CG_NONE, BOX_CG_NONE);
 		}
 		if (c1 > 0)
@@ -273,6 +276,8 @@ static void keeper_detach(struct keeper *k)
 	int devnull, rep, serve;
 
 	setsid();
+	/* orphans of the zygote (a supervisor whose parent died) come back here */
+	prctl(PR_SET_CHILD_SUBREAPER, 1);
 	devnull = open("/dev/null", O_RDWR | O_CLOEXEC);
 	if (devnull >= 0) {
 		dup2(devnull, 0);
@@ -398,12 +403,78 @@ static void keeper_serve(struct keeper *k)
 			return;
 		}
 		if (pfd[1].revents)
-			keeper_spawn(c, k->cg, k->ctl, k->pidfd, k->nsfds, k->serve);
+			keeper_spawn(c, k->cg, k->ctl, k->pidfd, k->nsfds, k->serve, 0);
 		if (k->serve >= 0 && pfd[2].revents && c->keeper_serve)
 			c->keeper_serve(k->serve, c->keeper_ctx);
 		while (waitpid(-1, NULL, WNOHANG) > 0)
 			;
 	}
+}
+
+/* The zygote: a child of the keeper that joined the sandbox's namespaces once, so that an
+ * exec costs one fork (its supervisor) instead of a first process that joins them each time.
+ * It serves the control socket until the holder or the keeper ends; "z" on ok tells the
+ * keeper it took the socket. */
+static void __attribute__((noreturn)) zygote_main(struct keeper *k, pid_t keeper, int ok)
+{
+	sigset_t chld;
+	int sfd;
+
+	prctl(PR_SET_PDEATHSIG, SIGKILL);
+	if (getppid() != keeper)
+		_exit(0);
+	if (k->serve >= 0)
+		close(k->serve);
+	sigemptyset(&chld);
+	sigaddset(&chld, SIGCHLD);
+	sigprocmask(SIG_BLOCK, &chld, NULL);
+	sfd = signalfd(-1, &chld, SFD_CLOEXEC | SFD_NONBLOCK);
+	/* the pidfd goes with the join: one of its own watches the holder */
+	if (sfd < 0 || box_nsbox_join(dup(k->pidfd), k->nsfds) < 0)
+		_exit(1);
+	(void)!write(ok, "z", 1);
+	close(ok);
+	for (;;) {
+		struct pollfd pfd[3] = { { k->ctl, POLLIN, 0 }, { k->pidfd, POLLIN, 0 },
+					 { sfd, POLLIN, 0 } };
+
+		if (poll(pfd, 3, -1) < 0 && errno != EINTR)
+			_exit(1);
+		if (pfd[1].revents)
+			_exit(0);
+		if (pfd[2].revents) {
+			struct signalfd_siginfo si;
+
+			while (read(sfd, &si, sizeof(si)) > 0)
+				;
+		}
+		while (waitpid(-1, NULL, WNOHANG) > 0)
+			;
+		if (pfd[0].revents)
+			keeper_spawn(k->c, k->cg, k->ctl, -1, NULL, -1, 1);
+	}
+}
+
+/* The zygote, when it can join; the keeper keeps serving the control socket otherwise. */
+static void keeper_start_zygote(struct keeper *k)
+{
+	pid_t self = getpid(), z;
+	int ok[2];
+	char b;
+
+	if (k->pidfd < 0 || pipe2(ok, O_CLOEXEC) < 0)
+		return;
+	z = fork();
+	if (z == 0) {
+		close(ok[0]);
+		zygote_main(k, self, ok[1]);
+	}
+	close(ok[1]);
+	if (z > 0 && read(ok[0], &b, 1) == 1 && b == 'z') {
+		close(k->ctl);
+		k->ctl = -1;
+	}
+	close(ok[0]);
 }
 
 /* The keeper: parent of the holder on the host, off the caller's stdio. */
@@ -421,6 +492,7 @@ void box_nsbox_keeper_main(const struct box_nsbox_config *c, enum box_cg_mode cg
 	keeper_join_groups(&k, k.holder);
 	keeper_report_and_go(&k);
 	keeper_take_namespaces(&k);
+	keeper_start_zygote(&k);
 	keeper_serve(&k);
 	_exit(0);
 }

@@ -61,6 +61,15 @@ void box_nsbox_c1_main(int pidfd, const int *nsfds, const struct box_nsbox_confi
 		       int64_t deadline, int nocg, enum box_cg_mode join_cg)
 	__attribute__((noreturn));
 
+/* Joins the holder's namespaces through its pidfd, else (an ordinary user) the fds the
+ * holder sent; closes both. 0, or -1 with errno. */
+int box_nsbox_join(int pidfd, const int *nsfds);
+
+/* The supervisor, for a process already in the sandbox's namespaces (pid ns as well). */
+void box_nsbox_supervisor_main(const struct box_nsbox_config *c, const struct box_nsbox_exec *x,
+			       const struct box_nsbox_exec_fds *f, int64_t deadline, int nocg)
+	__attribute__((noreturn));
+
 /* Asks the keeper to start the exec chain with the chain's ends of f: 0 when it took them,
  * -1 when it could not be asked (the caller then starts the chain itself). */
 int box_nsbox_spawn_via_keeper(const struct box_nsbox_config *c, const struct box_nsbox_exec *x,
