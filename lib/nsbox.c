@@ -589,6 +589,22 @@ static void config_of(const struct box_sbprov_session *s, struct box_nsbox_confi
 		c->keeper_tick = keeper_tick;
 }
 
+struct box_toolset *box_nsbox_load_tools(const char *file, char *abs, size_t n,
+					 struct box_err *err)
+{
+	char real[PATH_MAX];
+
+	if (!realpath(file, real)) {
+		box_err_sys(err, "tools file %.200s", file);
+		err->code = BOX_E_NOT_FOUND;
+		box_err_path(err, "$.tools");
+		return NULL;
+	}
+	if (box_fmt(abs, n, "%s", real) < 0)
+		return box_err_set(err, BOX_E_INVALID, "tools file path too long"), NULL;
+	return box_tools_load(abs, err);
+}
+
 /* create: the mounts must parse, the tools file load; both are kept in config */
 static int local_configure(const cJSON *req, const char *provider, const char *libexec,
 			   cJSON *config, struct box_err *err)
@@ -605,15 +621,8 @@ static int local_configure(const cJSON *req, const char *provider, const char *l
 				      req, "mount"), 1) ?: cJSON_CreateArray());
 	if (tools) {
 		char abs[PATH_MAX];
-		struct box_toolset *set;
+		struct box_toolset *set = box_nsbox_load_tools(tools, abs, sizeof(abs), err);
 
-		if (!realpath(tools, abs)) {
-			box_err_sys(err, "tools file %.200s", tools);
-			err->code = BOX_E_NOT_FOUND;
-			box_err_path(err, "$.tools");
-			return -1;
-		}
-		set = box_tools_load(abs, err);
 		if (!set)
 			return -1;
 		box_tools_free(set);
@@ -816,7 +825,7 @@ static int local_exec(struct box_sbprov_session *s, const struct box_sbexec *e,
 		      struct box_sbexec_result *r, struct box_err *err)
 {
 	struct box_nsbox_config c;
-	struct box_nsbox_exec x;
+	struct box_sbexec x;
 	struct box_nsbox_inst i;
 	const char *envp[GUEST_ENV_MAX + 1];
 	char sess[BOX_SBSTATE_ID_MAX + 16], tool_bin[PATH_MAX];
@@ -837,17 +846,9 @@ static int local_exec(struct box_sbprov_session *s, const struct box_sbexec *e,
 		return -1;
 	config_of(s, &c, NULL, tool_bin, sizeof(tool_bin));
 	inst_of(s, &i);
-	memset(&x, 0, sizeof(x));
-	x.argv = (char *const *)e->argv;
-	x.envp = (char *const *)envp;
-	x.cwd = e->cwd;
-	x.stdin_data = e->stdin_data;
-	x.stdin_len = e->stdin_len;
-	x.timeout_ms = e->timeout_ms;
-	x.cpu_ms = e->cpu_ms;
-	x.max_output_bytes = e->max_output_bytes;
-	x.on_output = e->on_output;
-	x.ctx = e->ctx;
+	/* the command gets the whole environment: the base, then the session's and the exec's */
+	x = *e;
+	x.env = envp;
 	if (box_nsbox_exec(&i, &c, &x, r, err) < 0)
 		return -1;
 	return collect_outputs(s, r, err);

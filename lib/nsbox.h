@@ -37,6 +37,14 @@ struct box_nsbox_mounts {
  * source), path "$.mount[i]"; *ms is left empty on failure. */
 int box_nsbox_parse_mounts(const cJSON *arr, struct box_nsbox_mounts *ms, struct box_err *err);
 
+struct box_toolset;
+
+/* The tools file of --tools, found (its absolute path, symlinks resolved, in abs) and
+ * loaded as a session granted it uses it. NULL with not_found (path "$.tools") or
+ * box_tools_load's errors. */
+struct box_toolset *box_nsbox_load_tools(const char *file, char *abs, size_t n,
+					 struct box_err *err);
+
 /* Frees the strings of *ms; it is empty afterwards. */
 void box_nsbox_mounts_release(struct box_nsbox_mounts *ms);
 
@@ -96,22 +104,8 @@ int box_nsbox_resume(const struct box_nsbox_inst *i, const char *id, struct box_
  * not an error. 0, or -1 with io_error. */
 int box_nsbox_stop(const struct box_nsbox_inst *i, const char *id, struct box_err *err);
 
-struct box_nsbox_exec {
-	char *const *argv;        /* NULL-terminated, argv[0] searched in the guest's PATH */
-	char *const *envp;        /* the whole environment of the command */
-	const char *cwd;          /* guest path; NULL: /workspace */
-	const void *stdin_data;   /* NULL: /dev/null */
-	size_t stdin_len;
-	int timeout_ms;           /* wall time, > 0 */
-	int64_t cpu_ms;           /* <= 0: none */
-	int64_t max_output_bytes; /* kept per stream in the result */
-	/* called with each chunk of output as it arrives (stream 1 or 2); NULL: none */
-	void (*on_output)(void *ctx, int stream, const char *p, size_t n);
-	void *ctx;
-};
-
 /*
- * Runs one command in the instance: it joins the holder's namespaces through a pidfd (a
+ * Runs one command in the instance (x->env is its whole environment): it joins the holder's namespaces through a pidfd (a
  * recycled pid is never joined), gets its own pid namespace under the sandbox's (so that
  * everything it starts ends with it), its own session, the sandbox's groups, rlimits, no
  * capabilities, no_new_privs, the seccomp deny-list and only fds 0-2.
@@ -124,6 +118,6 @@ struct box_nsbox_exec {
  * when the command could not be started (not_found: the instance is gone; io_error).
  */
 int box_nsbox_exec(const struct box_nsbox_inst *i, const struct box_nsbox_config *c,
-		   const struct box_nsbox_exec *x, struct box_sbexec_result *r, struct box_err *err);
+		   const struct box_sbexec *x, struct box_sbexec_result *r, struct box_err *err);
 
 #endif

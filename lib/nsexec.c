@@ -58,7 +58,7 @@ void box_nsbox_fail_stage(int fd, int stage)
 }
 
 static void __attribute__((noreturn)) command_main(const struct box_nsbox_config *c,
-						   const struct box_nsbox_exec *x,
+						   const struct box_sbexec *x,
 						   const struct box_nsbox_exec_fds *f, int nocg)
 {
 	struct box_sbjail j = { 0 };
@@ -85,8 +85,8 @@ static void __attribute__((noreturn)) command_main(const struct box_nsbox_config
 		dprintf(2, "box-sandbox: %s\n", err.message);
 		_exit(126);
 	}
-	environ = (char **)x->envp;
-	execvp(x->argv[0], x->argv);
+	environ = (char **)x->env;
+	execvp(x->argv[0], (char *const *)x->argv);
 	dprintf(2, "box-sandbox: cannot run '%.200s': %s\n", x->argv[0], strerror(errno));
 	_exit(errno == ENOENT ? 127 : 126);
 }
@@ -116,7 +116,7 @@ static void kill_all(int64_t until)
  * for it under the deadline, and then kills whatever the command left behind, double-forked
  * daemons included (they are re-parented to it). */
 static void __attribute__((noreturn)) supervisor_main(const struct box_nsbox_config *c,
-						      const struct box_nsbox_exec *x,
+						      const struct box_sbexec *x,
 						      const struct box_nsbox_exec_fds *f, int64_t deadline,
 						      int nocg)
 {
@@ -212,14 +212,14 @@ int box_nsbox_join(int pidfd, const int *nsfds)
 	return 0;
 }
 
-void box_nsbox_supervisor_main(const struct box_nsbox_config *c, const struct box_nsbox_exec *x,
+void box_nsbox_supervisor_main(const struct box_nsbox_config *c, const struct box_sbexec *x,
 			       const struct box_nsbox_exec_fds *f, int64_t deadline, int nocg)
 {
 	supervisor_main(c, x, f, deadline, nocg);
 }
 
 void box_nsbox_c1_main(int pidfd, const int *nsfds, const struct box_nsbox_config *c,
-		       const struct box_nsbox_exec *x, const struct box_nsbox_exec_fds *f,
+		       const struct box_sbexec *x, const struct box_nsbox_exec_fds *f,
 		       int64_t deadline, int nocg, enum box_cg_mode join_cg)
 {
 	pid_t c2;
@@ -386,7 +386,7 @@ static void close_pair(int p[2])
 struct run {
 	const struct box_nsbox_inst *i;
 	const struct box_nsbox_config *c;
-	const struct box_nsbox_exec *x;
+	const struct box_sbexec *x;
 	struct box_nsbox_exec_fds f;
 	struct box_nsbox_exec_status st;
 	struct box_cg_counters before, after;
@@ -399,7 +399,7 @@ struct run {
 };
 
 static void run_init(struct run *r, const struct box_nsbox_inst *i,
-		     const struct box_nsbox_config *c, const struct box_nsbox_exec *x)
+		     const struct box_nsbox_config *c, const struct box_sbexec *x)
 {
 	memset(r, 0, sizeof(*r));
 	r->f = (struct box_nsbox_exec_fds){ { -1, -1 }, { -1, -1 }, { -1, -1 }, { -1, -1 },
@@ -469,7 +469,7 @@ static int run_spawn(struct run *r, struct box_err *err)
 static void run_io(struct run *r, const struct pollfd *p)
 {
 	struct box_nsbox_exec_fds *f = &r->f;
-	const struct box_nsbox_exec *x = r->x;
+	const struct box_sbexec *x = r->x;
 	int k;
 
 	for (k = 0; k < 2; k++) {
@@ -655,7 +655,7 @@ static void run_release(struct run *r)
 }
 
 int box_nsbox_exec(const struct box_nsbox_inst *i, const struct box_nsbox_config *c,
-		   const struct box_nsbox_exec *x, struct box_sbexec_result *res,
+		   const struct box_sbexec *x, struct box_sbexec_result *res,
 		   struct box_err *err)
 {
 	struct run r;

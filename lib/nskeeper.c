@@ -173,15 +173,15 @@ static void keeper_spawn(const struct box_nsbox_config *c, enum box_cg_mode cg, 
 	argv = req ? strings_of(cJSON_GetObjectItemCaseSensitive(req, "argv")) : NULL;
 	envp = req ? strings_of(cJSON_GetObjectItemCaseSensitive(req, "env")) : NULL;
 	if (argv && envp && argv[0]) {
-		struct box_nsbox_exec x = { 0 };
+		struct box_sbexec x = { 0 };
 		struct box_nsbox_exec_fds f = { .out = { -1, fds[1] }, .errp = { -1, fds[2] },
 				      .in = { fds[0], -1 }, .status = { -1, fds[3] },
 				      .ctl = { fds[4], -1 } };
 		int64_t until = box_json_get_int(req, "deadline", 0);
 		pid_t c1;
 
-		x.argv = argv;
-		x.envp = envp;
+		x.argv = (const char *const *)argv;
+		x.env = (const char *const *)envp;
 		x.cwd = box_json_get_str(req, "cwd", NULL);
 		x.cpu_ms = box_json_get_int(req, "cpu_ms", 0);
 		c1 = fork();
@@ -212,7 +212,7 @@ out:
 
 /* The exec asks the keeper for its processes: 0 when the keeper took them, -1 when it could
  * not be asked (an older keeper, a dead one): the caller then starts them itself. */
-int box_nsbox_spawn_via_keeper(const struct box_nsbox_config *c, const struct box_nsbox_exec *x,
+int box_nsbox_spawn_via_keeper(const struct box_nsbox_config *c, const struct box_sbexec *x,
 			    int64_t deadline, const struct box_nsbox_exec_fds *f)
 {
 	char p[4096], ack = 0;
@@ -227,8 +227,8 @@ int box_nsbox_spawn_via_keeper(const struct box_nsbox_config *c, const struct bo
 	box_err_init(&e);
 	for (k = 0; x->argv[k]; k++)
 		cJSON_AddItemToArray(argv, cJSON_CreateString(x->argv[k]));
-	for (k = 0; x->envp[k]; k++)
-		cJSON_AddItemToArray(env, cJSON_CreateString(x->envp[k]));
+	for (k = 0; x->env[k]; k++)
+		cJSON_AddItemToArray(env, cJSON_CreateString(x->env[k]));
 	cJSON_AddItemToObject(req, "argv", argv);
 	cJSON_AddItemToObject(req, "env", env);
 	if (x->cwd)

@@ -57,7 +57,7 @@ void box_nsbox_fail_stage(int fd, int stage) __attribute__((noreturn));
 /* The first process of an exec: joins the groups (join_cg) and the holder's namespaces (its
  * pidfd, else the keeper's nsfds), then runs the supervisor in a child. */
 void box_nsbox_c1_main(int pidfd, const int *nsfds, const struct box_nsbox_config *c,
-		       const struct box_nsbox_exec *x, const struct box_nsbox_exec_fds *f,
+		       const struct box_sbexec *x, const struct box_nsbox_exec_fds *f,
 		       int64_t deadline, int nocg, enum box_cg_mode join_cg)
 	__attribute__((noreturn));
 
@@ -66,13 +66,13 @@ void box_nsbox_c1_main(int pidfd, const int *nsfds, const struct box_nsbox_confi
 int box_nsbox_join(int pidfd, const int *nsfds);
 
 /* The supervisor, for a process already in the sandbox's namespaces (pid ns as well). */
-void box_nsbox_supervisor_main(const struct box_nsbox_config *c, const struct box_nsbox_exec *x,
+void box_nsbox_supervisor_main(const struct box_nsbox_config *c, const struct box_sbexec *x,
 			       const struct box_nsbox_exec_fds *f, int64_t deadline, int nocg)
 	__attribute__((noreturn));
 
 /* Asks the keeper to start the exec chain with the chain's ends of f: 0 when it took them,
  * -1 when it could not be asked (the caller then starts the chain itself). */
-int box_nsbox_spawn_via_keeper(const struct box_nsbox_config *c, const struct box_nsbox_exec *x,
+int box_nsbox_spawn_via_keeper(const struct box_nsbox_config *c, const struct box_sbexec *x,
 			       int64_t deadline, const struct box_nsbox_exec_fds *f);
 
 #endif

@@ -249,39 +249,17 @@ static int plugin_configure(const cJSON *req, const char *provider, const char *
 	return 0;
 }
 
-/* The session's --env with the host's values looked up now. */
-static cJSON *resolved_env(const cJSON *env)
-{
-	cJSON *out = cJSON_CreateArray();
-	const cJSON *e;
-
-	cJSON_ArrayForEach(e, env) {
-		char buf[8192];
-		const char *s = e->valuestring;
-
-		if (!strchr(s, '=')) {
-			const char *v = getenv(s);
-
-			if (!v)
-				continue;
-			box_fmt(buf, sizeof(buf), "%s=%s", s, v);
-			s = buf;
-		}
-		cJSON_AddItemToArray(out, cJSON_CreateString(s));
-	}
-	return out;
-}
-
 static int plugin_start(struct box_sbprov_session *s, const cJSON *create_req,
 			struct box_err *err)
 {
-	cJSON *o = cJSON_CreateObject(), *res, *remote;
-	const cJSON *config = cJSON_GetObjectItemCaseSensitive(s->rec->provider_data, "config");
+	cJSON *o = cJSON_CreateObject(), *res, *remote, *env = cJSON_CreateArray();
+	size_t k;
 
 	(void)create_req;
+	for (k = 0; s->env && s->env[k]; k++)
+		cJSON_AddItemToArray(env, cJSON_CreateString(s->env[k]));
 	cJSON_AddItemToObject(o, "limits", cJSON_Duplicate(s->rec->limits, 1));
-	cJSON_AddItemToObject(o, "env", resolved_env(cJSON_GetObjectItemCaseSensitive(config,
-										       "env")));
+	cJSON_AddItemToObject(o, "env", env);
 	res = plugin_op(s, "create", o, 0, err);
 	if (!res)
 		return -1;

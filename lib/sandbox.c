@@ -83,6 +83,8 @@ struct box_sandbox_ctx {
 	const struct box_sbprov *p;    /* the session's provider */
 	struct box_sbprov_session ps;  /* what the provider sees of the session */
 	struct box_sbstate rec;
+	cJSON *env;                    /* the session's --env resolved, for start */
+	const char **envv;             /* its strings, for ps.env */
 	int have_rec;
 	int lockfd;
 	int created, resumed, replaced, init_ran;
@@ -431,6 +433,8 @@ static int new_record(struct box_sandbox_ctx *s, const char *provider, struct bo
 	return 0;
 }
 
+static int start(struct box_sandbox_ctx *s, const cJSON *create_req, struct box_err *err);
+
 static int create_session(struct box_sandbox_ctx *s, struct box_err *err)
 {
 	const char *provider = box_json_get_str(s->req, "provider", "local");
@@ -445,7 +449,7 @@ static int create_session(struct box_sandbox_ctx *s, struct box_err *err)
 	if (new_record(s, provider, err) < 0 || box_sbstate_create(s->dir, &s->rec, err) < 0)
 		return -1;
 	s->have_rec = 1;
-	if (s->p->start(&s->ps, s->req, err) < 0)
+	if (start(s, s->req, err) < 0)
 		goto undo;
 	s->created = 1;
 	if (save_runtime(s, err) < 0)
@@ -472,11 +476,27 @@ static int need_rec(const struct box_sandbox_ctx *s, struct box_err *err)
 	return s->have_rec ? 0 : box_err_set(err, BOX_E_NOT_FOUND, "no session %s", s->id);
 }
 
+/* Starts a new instance of the session: the provider gets the session's --env resolved. */
+static int start(struct box_sandbox_ctx *s, const cJSON *create_req, struct box_err *err)
+{
+	cJSON_Delete(s->env);
+	free(s->envv);
+	s->env = cJSON_CreateArray();
+	s->envv = NULL;
+	if (s->env)
+		resolve_env(cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(
+				    s->rec.provider_data, "config"), "env"), s->env);
+	if (!s->env || !(s->envv = strv_of(s->env)))
+		return box_err_set(err, BOX_E_INTERNAL, "out of memory");
+	s->ps.env = s->envv;
+	return s->p->start(&s->ps, create_req, err);
+}
+
 /* A new instance in place of one that is gone (its remains are stopped first). */
 static int replace(struct box_sandbox_ctx *s, struct box_err *err)
 {
 	(void)s->p->stop(&s->ps, &(struct box_err){ 0 });
-	if (s->p->start(&s->ps, NULL, err) < 0)
+	if (start(s, NULL, err) < 0)
 		return -1;
 	s->replaced = 1;
 	return 0;
@@ -931,7 +951,7 @@ static int session_of(struct box_sandbox_ctx *s, struct box_err *err)
 	box_fmt(s->sdir, sizeof(s->sdir), "%s/%s", s->dir, s->id);
 	if (s->sdir[0] != '/')
 		return box_err_set(err, BOX_E_INVALID, "BOX_STATE_DIR must be an absolute path");
-	s->ps = (struct box_sbprov_session){ s->dir, s->sdir, s->id, libexec_dir(), &s->rec };
+	s->ps = (struct box_sbprov_session){ s->dir, s->sdir, s->id, libexec_dir(), &s->rec, NULL };
 	return 0;
 }
 
@@ -1003,6 +1023,8 @@ out:
 	if (s->lockfd >= 0)
 		close(s->lockfd);
 	box_sbstate_release(&s->rec);
+	cJSON_Delete(s->env);
+	free(s->envv);
 	free(s);
 	return res;
 }
@@ -1027,13 +1049,7 @@ static int describe_tools(const char *file, cJSON *o, struct box_buf *text, stru
 	int rc;
 
 	/* found and loaded exactly as create does, so that both fail alike */
-	if (!realpath(file, abs)) {
-		box_err_sys(err, "tools file %.200s", file);
-		err->code = BOX_E_NOT_FOUND;
-		box_err_path(err, "$.tools");
-		return -1;
-	}
-	set = box_tools_load(abs, err);
+	set = box_nsbox_load_tools(file, abs, sizeof(abs), err);
 	if (!set)
 		return -1;
 	list = box_tools_describe(set, 0);

@@ -25,6 +25,8 @@ struct box_sbprov_session {
 	const char *libexec;      /* where box's helpers (and plug-ins first) are looked for */
 	struct box_sbstate *rec;  /* the record; rec->provider_data is the provider's own,
 				   * saved by the state machine after start */
+	const char *const *env;   /* for start: the session's --env as NAME=VALUE (host values
+				   * looked up now), NULL-terminated */
 };
 
 struct box_sbprov {
