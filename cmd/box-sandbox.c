@@ -12,17 +12,11 @@
 
 extern const char box_sandbox_request_schema[], box_sandbox_result_schema[];
 
-static const struct box_cli cli = {
+/* the usage lines of --help, made from the operation table in main() */
+static char synopsis[2048];
+
+static struct box_cli cli = {
 	.name = "box-sandbox",
-	.synopsis = "create [--session ID] [OPTIONS]\n"
-		    "exec SESSION [OPTIONS] -- ARGV...\n"
-		    "exec SESSION [OPTIONS] --command STRING\n"
-		    "read|ls SESSION PATH\n"
-		    "write SESSION PATH [--content TEXT] < DATA\n"
-		    "pause|resume|status|snapshot|delete SESSION\n"
-		    "restore SESSION DIGEST [--from SESSION]\n"
-		    "list\n"
-		    "--json [OPTIONS] < REQUEST.json",
 	.description = "Run commands in one long-lived Linux sandbox per session: create, exec, "
 		       "read and write files, pause and resume, snapshot and restore, status, "
 		       "delete. The local provider builds the sandbox from namespaces, a read-only "
@@ -33,6 +27,90 @@ static const struct box_cli cli = {
 	.result_schema = box_sandbox_result_schema,
 	.permute = 1,
 };
+
+static void set_str(cJSON *req, const char *key, const char *val)
+{
+	cJSON_DeleteItemFromObjectCaseSensitive(req, key);
+	cJSON_AddStringToObject(req, key, val);
+}
+
+/* One usage line per distinct usage text of the operation table, the operations that share
+ * it joined by |, in the table's order; then the --json form. */
+static const char *make_synopsis(void)
+{
+	const struct box_sandbox_op *o, *p;
+	size_t at = 0;
+
+	for (o = box_sandbox_ops; o->name; o++) {
+		const char *u = o->usage, *nl;
+		char names[256];
+		size_t n = 0;
+
+		for (p = box_sandbox_ops; p < o && strcmp(p->usage, u) != 0; p++)
+			;
+		if (p < o)
+			continue;   /* on an earlier line */
+		for (p = o; p->name; p++)
+			if (strcmp(p->usage, u) == 0)
+				n += (size_t)box_fmt(names + n, sizeof(names) - n, "%s%s", n ? "|" : "",
+						     p->name);
+		do {
+			nl = strchr(u, '\n');
+			at += (size_t)box_fmt(synopsis + at, sizeof(synopsis) - at, "%s%s%.*s\n", names,
+					      *u ? " " : "", nl ? (int)(nl - u) : (int)strlen(u), u);
+			u = nl ? nl + 1 : NULL;
+		} while (u);
+	}
+	box_fmt(synopsis + at, sizeof(synopsis) - at, "--json [OPTIONS] < REQUEST.json");
+	return synopsis;
+}
+
+/* The words after the operation: its session, then the members its table entry names. */
+static int positional(cJSON *req, int rest, int argc, char **argv, const char **session)
+{
+	const struct box_sandbox_op *op = box_sandbox_op_find(cJSON_GetStringValue(
+		cJSON_GetObjectItemCaseSensitive(req, "op")));
+	size_t k;
+
+	if (!op)
+		return rest;
+	if (op->session != BOX_SANDBOX_SESSION_NONE && rest < argc) {
+		*session = argv[rest];
+		set_str(req, "session", argv[rest++]);
+	}
+	for (k = 0; k < sizeof(op->args) / sizeof(op->args[0]) && op->args[k] && rest < argc; k++) {
+		if (strcmp(op->args[k], "argv") == 0) {
+			cJSON_DeleteItemFromObjectCaseSensitive(req, "argv");
+			cJSON_AddItemToObject(req, "argv", cJSON_CreateStringArray(
+				(const char *const *)argv + rest, argc - rest));
+			return argc;
+		}
+		set_str(req, op->args[k], argv[rest++]);
+	}
+	return rest;
+}
+
+/* The content member from stdin, which must be UTF-8 text, unless the request has one. */
+static int read_content(cJSON *req, struct box_err *err)
+{
+	struct box_buf in;
+
+	if (cJSON_GetObjectItemCaseSensitive(req, "content") ||
+	    cJSON_GetObjectItemCaseSensitive(req, "content_base64"))
+		return 0;
+	box_buf_init(&in, BOX_SANDBOX_READ_MAX);
+	if (box_buf_read_fd(&in, 0, err) < 0 || box_buf_append(&in, "", 1, err) < 0) {
+		box_buf_release(&in);
+		return -1;
+	}
+	if (memchr(in.data, 0, in.len - 1) || !box_utf8_valid(in.data, in.len - 1)) {
+		box_buf_release(&in);
+		return box_err_set(err, BOX_E_USAGE, "stdin is not UTF-8 text: use --content-base64");
+	}
+	set_str(req, "content", in.data);
+	box_buf_release(&in);
+	return 0;
+}
 
 /* exec --events: each chunk of output as one NDJSON line, as it arrives */
 static void on_output(void *ctx, int stream, const char *p, size_t n)
@@ -54,11 +132,6 @@ static void on_output(void *ctx, int stream, const char *p, size_t n)
 	box_buf_release(&clean);
 }
 
-static void set_str(cJSON *req, const char *key, const char *val)
-{
-	cJSON_DeleteItemFromObjectCaseSensitive(req, key);
-	cJSON_AddStringToObject(req, key, val);
-}
 
 /* --describe with --tools describes what the commands inside a sandbox granted those tools
  * may reach; cli.c's --describe, which knows nothing of a request, answers as soon as it
@@ -112,8 +185,10 @@ int main(int argc, char **argv)
 	struct box_err err;
 	cJSON *req, *res;
 	int rest, status, want_describe = describe_with_tools(&argc, argv);
-	const char *op, *bound;
+	const struct box_sandbox_op *op;
+	const char *bound;
 
+	cli.synopsis = make_synopsis();
 	if (!box_cli_start(&cli, argc, argv, &req, &rest, &status))
 		return status;
 	if (want_describe)
@@ -124,55 +199,25 @@ int main(int argc, char **argv)
 				 box_json_get_str(box_cli_trust()->set, "session", NULL));
 	if (rest < argc)
 		set_str(req, "op", argv[rest++]);
-	op = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(req, "op"));
-	if (op && strcmp(op, "list") != 0 && rest < argc) {
-		bound = argv[rest];
-		set_str(req, "session", argv[rest++]);
-	}
-	if (op && (strcmp(op, "read") == 0 || strcmp(op, "write") == 0 ||
-		   strcmp(op, "ls") == 0) && rest < argc)
-		set_str(req, "path", argv[rest++]);
-	else if (op && strcmp(op, "restore") == 0 && rest < argc)
-		set_str(req, "digest", argv[rest++]);
-	else if (op && strcmp(op, "exec") == 0 && rest < argc) {
-		cJSON_DeleteItemFromObjectCaseSensitive(req, "argv");
-		cJSON_AddItemToObject(req, "argv",
-				      cJSON_CreateStringArray((const char *const *)argv + rest,
-							      argc - rest));
-		rest = argc;
-	}
+	rest = positional(req, rest, argc, argv, &bound);
+	op = box_sandbox_op_find(cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(req, "op")));
 	if (rest < argc) {
 		box_err_set(&err, BOX_E_USAGE, "unexpected argument '%.64s'", argv[rest]);
 		cJSON_Delete(req);
 		return box_cli_fail(&cli, &err);
 	}
-	/* write without --content takes the bytes on stdin */
-	if (op && strcmp(op, "write") == 0 && !cJSON_GetObjectItemCaseSensitive(req, "content") &&
-	    !cJSON_GetObjectItemCaseSensitive(req, "content_base64")) {
-		struct box_buf in;
-
-		box_buf_init(&in, BOX_SANDBOX_READ_MAX);
-		if (box_buf_read_fd(&in, 0, &err) < 0 || box_buf_append(&in, "", 1, &err) < 0) {
-			box_buf_release(&in);
-			cJSON_Delete(req);
-			return box_cli_fail(&cli, &err);
-		}
-		if (memchr(in.data, 0, in.len - 1) || !box_utf8_valid(in.data, in.len - 1)) {
-			box_buf_release(&in);
-			box_err_set(&err, BOX_E_USAGE, "stdin is not UTF-8 text: use --content-base64");
-			cJSON_Delete(req);
-			return box_cli_fail(&cli, &err);
-		}
-		set_str(req, "content", in.data);
-		box_buf_release(&in);
+	if (op && op->content_from_stdin && read_content(req, &err) < 0) {
+		cJSON_Delete(req);
+		return box_cli_fail(&cli, &err);
 	}
-	if (box_trust_sessions_check(box_cli_trust(), box_cli_agent(), op, bound, &err) < 0) {
+	if (box_trust_sessions_check(box_cli_trust(), box_cli_agent(), op ? op->name : NULL, bound,
+				     &err) < 0) {
 		cJSON_Delete(req);
 		return box_cli_fail(&cli, &err);
 	}
 	io.no_create = box_cli_agent() && !box_trust_may_create(box_cli_trust());
 	res = box_sandbox(req, &io, &err);
-	if (res && box_cli_agent() && op && strcmp(op, "list") == 0)
+	if (res && box_cli_agent() && op && strcmp(op->name, "list") == 0)
 		box_trust_filter_sessions(box_cli_trust(), bound,
 					  cJSON_GetObjectItemCaseSensitive(res, "sessions"));
 	if (res && cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(req, "events")))

@@ -233,6 +233,8 @@ static int read_request(cJSON **req, struct box_err *err)
 	return 0;
 }
 
+/* Long because flags, their values, the positionals left for the binary and the --json
+ * request are taken in one pass over argv, with one set of messages. */
 int box_cli_parse(const struct box_cli *cli, int argc, char **argv, cJSON **req, int *rest,
 		  enum box_cli_next *next, int *status, struct box_err *err)
 {

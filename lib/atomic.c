@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "atomic.h"
+#include "clock.h"
 #include "buf.h"
 #include "banned.h"
 
@@ -123,18 +124,10 @@ int box_atomic_replace_open(int dirfd, const char *name, const void *data, size_
 	return replace(dirfd, name, data, len, mode, 0, fd, err);
 }
 
-static int64_t now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 int box_lock_fd(int fd, int exclusive, int timeout_ms, struct box_err *err)
 {
 	int op = exclusive ? LOCK_EX : LOCK_SH;
-	int64_t deadline = now_ms() + (timeout_ms > 0 ? timeout_ms : 0);
+	int64_t deadline = box_now_ms() + (timeout_ms > 0 ? timeout_ms : 0);
 
 	if (timeout_ms < 0) {
 		while (flock(fd, op) < 0)
@@ -152,7 +145,7 @@ int box_lock_fd(int fd, int exclusive, int timeout_ms, struct box_err *err)
 			continue;
 		if (errno != EWOULDBLOCK)
 			return box_err_sys(err, "flock");
-		left = deadline - now_ms();
+		left = deadline - box_now_ms();
 		if (left <= 0)
 			break;
 		if (left > 10)

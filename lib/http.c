@@ -12,6 +12,7 @@
 
 #include "base64.h"
 #include "http.h"
+#include "clock.h"
 #include "json.h"
 #include "utf8.h"
 #include "banned.h"
@@ -39,14 +40,6 @@ struct hop {
 	size_t hdr_count, hdr_bytes;
 	int hdr_over;         /* 1: too many, 2: too many bytes, 3: out of memory */
 };
-
-static int64_t now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 static int global_init(struct box_err *err)
 {
@@ -159,7 +152,7 @@ static int resolve(const char *host, int port, int64_t deadline, int64_t timeout
 		err->retryable = rc == EAI_AGAIN;
 		return -1;
 	}
-	if (now_ms() >= deadline) {
+	if (box_now_ms() >= deadline) {
 		freeaddrinfo(*res);
 		*res = NULL;
 		return box_err_limit(err, BOX_E_TIMEOUT, "http_timeout", timeout_ms, "ms",
@@ -457,7 +450,7 @@ static int exchange_once(const struct box_policy *p, const struct box_url *u,
 
 	if (check_addresses(p, u, x->deadline, x->timeout_ms, &pins, err) < 0)
 		return -1;
-	left = x->deadline - now_ms();
+	left = x->deadline - box_now_ms();
 	if (left <= 0)
 		return timeout_err(x, err);
 	if (u->host[0] != '[') {
@@ -660,7 +653,7 @@ int box_http_request(const struct box_policy *p, const struct box_http_req *req,
 	x.body_len = req->body_len;
 	x.has_body = strcmp(req->method, "GET") != 0 && strcmp(req->method, "HEAD") != 0;
 	x.timeout_ms = req->timeout_ms ? req->timeout_ms : BOX_HTTP_DEFAULT_TIMEOUT_MS;
-	x.deadline = now_ms() + x.timeout_ms;
+	x.deadline = box_now_ms() + x.timeout_ms;
 	x.max_body = req->max_body_bytes ? req->max_body_bytes : BOX_HTTP_DEFAULT_MAX_BODY;
 	if (box_policy_check_url(p, req->method, req->url, &first, err) < 0)
 		return -1;

@@ -11,14 +11,6 @@
 #include "ipc.h"
 #include "banned.h"
 
-int64_t box_now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 static void put32(unsigned char *b, uint32_t v)
 {
 	b[0] = (unsigned char)v;
@@ -107,19 +99,11 @@ int box_ipc_send(int fd, uint8_t op, const struct box_ipc_field *fields, int nfi
  * itself, so both ends spin briefly first. Bounded: at most this much CPU per wait. */
 #define SPIN_NS 40000
 
-static int64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
 /* One recv into dst (at most n bytes), waiting for data until the deadline (-1: no deadline).
  * Returns the byte count, 0 at end of stream, -1. */
 static ssize_t recv_some(int fd, void *dst, size_t n, int64_t deadline_ms, struct box_err *err)
 {
-	int64_t spin_end = now_ns() + SPIN_NS;
+	int64_t spin_end = box_now_ns() + SPIN_NS;
 
 	for (;;) {
 		ssize_t r = recv(fd, dst, n, MSG_DONTWAIT);
@@ -130,7 +114,7 @@ static ssize_t recv_some(int fd, void *dst, size_t n, int64_t deadline_ms, struc
 			continue;
 		if (errno != EAGAIN && errno != EWOULDBLOCK)
 			return box_err_sys(err, "receive from the peer");
-		if (now_ns() < spin_end)
+		if (box_now_ns() < spin_end)
 			continue;
 		if (wait_fd(fd, POLLIN, deadline_ms, err) < 0)
 			return -1;

@@ -8,6 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "buf.h"
+#include "clock.h"
 
 #define BOX_IPC_MAX_FIELDS 8
 
@@ -57,7 +58,5 @@ int box_ipc_send_fds(int sock, const int *fds, int n, struct box_err *err);
  * anything else (fewer, more, none) closes what came and fails. 0 or -1 with err. */
 int box_ipc_recv_fds(int sock, int *fds, int n, int64_t deadline_ms, struct box_err *err);
 
-/* Milliseconds of CLOCK_MONOTONIC. */
-int64_t box_now_ms(void);
 
 #endif

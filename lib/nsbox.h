@@ -1,5 +1,8 @@
 /* The local provider of box-sandbox: a holder process that is PID 1 of new user, mount, pid,
- * net, ipc, uts and cgroup namespaces around a read-only root, and commands run inside it. */
+ * net, ipc, uts and cgroup namespaces around a read-only root, and commands run inside it.
+ * lib/nsbox.c starts, watches, pauses and stops an instance and is the provider table of
+ * lib/sbprov.h (box_nsbox_provider); each process role has its own file (lib/nsroles.h):
+ * the holder lib/nsholder.c, the keeper lib/nskeeper.c, the exec chain lib/nsexec.c. */
 #ifndef BOX_NSBOX_H
 #define BOX_NSBOX_H
 
@@ -9,6 +12,7 @@
 #include <cjson/cJSON.h>
 #include "cgroup.h"
 #include "err.h"
+#include "sbexec.h"
 
 #define BOX_NSBOX_MOUNTS_MAX 32
 #define BOX_NSBOX_FULL_OUTPUT_MAX ((int64_t)256 << 20)  /* cap on the full-output log */
@@ -19,6 +23,30 @@ struct box_nsbox_mount {
 	const char *guest;   /* absolute guest path, checked by box_nsbox_check_guest_path */
 	int ro;
 };
+
+/* Mounts parsed from "HOST:GUEST[:ro]" texts; the strings are owned. */
+struct box_nsbox_mounts {
+	struct box_nsbox_mount m[BOX_NSBOX_MOUNTS_MAX];
+	char *buf[BOX_NSBOX_MOUNTS_MAX];
+	size_t n;
+};
+
+/* Parses arr (an array of "HOST:GUEST[:ro|:rw]" strings) into an emptied *ms: absolute paths,
+ * the host path an existing file or directory, the guest path allowed by
+ * box_nsbox_check_guest_path. Returns 0, or -1 with invalid_request or not_found (a missing
+ * source), path "$.mount[i]"; *ms is left empty on failure. */
+int box_nsbox_parse_mounts(const cJSON *arr, struct box_nsbox_mounts *ms, struct box_err *err);
+
+struct box_toolset;
+
+/* The tools file of --tools, found (its absolute path, symlinks resolved, in abs) and
+ * loaded as a session granted it uses it. NULL with not_found (path "$.tools") or
+ * box_tools_load's errors. */
+struct box_toolset *box_nsbox_load_tools(const char *file, char *abs, size_t n,
+					 struct box_err *err);
+
+/* Frees the strings of *ms; it is empty afterwards. */
+void box_nsbox_mounts_release(struct box_nsbox_mounts *ms);
 
 struct box_nsbox_config {
 	const char *dir;       /* the session directory, absolute: workspace/ input/ output/
@@ -76,35 +104,20 @@ int box_nsbox_resume(const struct box_nsbox_inst *i, const char *id, struct box_
  * not an error. 0, or -1 with io_error. */
 int box_nsbox_stop(const struct box_nsbox_inst *i, const char *id, struct box_err *err);
 
-struct box_nsbox_exec {
-	char *const *argv;        /* NULL-terminated, argv[0] searched in the guest's PATH */
-	char *const *envp;        /* the whole environment of the command */
-	const char *cwd;          /* guest path; NULL: /workspace */
-	const void *stdin_data;   /* NULL: /dev/null */
-	size_t stdin_len;
-	int timeout_ms;           /* wall time, > 0 */
-	int64_t cpu_ms;           /* <= 0: none */
-	int64_t max_output_bytes; /* kept per stream in the result */
-	/* called with each chunk of output as it arrives (stream 1 or 2); NULL: none */
-	void (*on_output)(void *ctx, int stream, const char *p, size_t n);
-	void *ctx;
-};
-
 /*
- * Runs one command in the instance: it joins the holder's namespaces through a pidfd (a
+ * Runs one command in the instance (x->env is its whole environment): it joins the holder's namespaces through a pidfd (a
  * recycled pid is never joined), gets its own pid namespace under the sandbox's (so that
  * everything it starts ends with it), its own session, the sandbox's groups, rlimits, no
  * capabilities, no_new_privs, the seccomp deny-list and only fds 0-2.
  *
- * Returns the result object: exit_code (null when killed by a signal), signal ("SIGKILL" or
- * null), stdout, stderr (each at most max_output_bytes, cut at a character boundary, invalid
- * UTF-8 replaced and "lossy": true), truncated, total_lines, full_output_path (only when
- * truncated: both streams in arrival order, at most BOX_NSBOX_FULL_OUTPUT_MAX bytes),
- * duration_ms, resource_limit (null, "timeout", "memory", "pids", "cpu", "disk") and
- * limits_enforced_by ("cgroup" or "rlimit"). NULL with err when the command could not be
- * started (not_found: the instance is gone; io_error).
+ * Returns 0 with *r (emptied by the caller) filled: exit_code, signal, stdout and stderr
+ * (each at most max_output_bytes, see box_sbexec_set_output), truncated, total_lines,
+ * full_output_path (only when truncated: both streams in arrival order, at most
+ * BOX_NSBOX_FULL_OUTPUT_MAX bytes), duration_ms, the limit (box_sbexec_classify) and
+ * limits_enforced_by ("cgroup" or "rlimit"); outputs are left to the caller. -1 with err
+ * when the command could not be started (not_found: the instance is gone; io_error).
  */
-cJSON *box_nsbox_exec(const struct box_nsbox_inst *i, const struct box_nsbox_config *c,
-		      const struct box_nsbox_exec *x, struct box_err *err);
+int box_nsbox_exec(const struct box_nsbox_inst *i, const struct box_nsbox_config *c,
+		   const struct box_sbexec *x, struct box_sbexec_result *r, struct box_err *err);
 
 #endif

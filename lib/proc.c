@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "proc.h"
+#include "ipc.h"
 #include "banned.h"
 
 static int has_suffix(const char *s, size_t n, const char *suf)
@@ -134,14 +135,6 @@ int box_proc_env_build(struct box_proc_env *e, const char *const *extra, const c
 	return 0;
 }
 
-static int64_t now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 /* Keeps the last bytes of stderr: the end of a failure's story is the part worth showing. */
 struct tail {
 	char data[BOX_PROC_TAIL_MAX];
@@ -178,12 +171,6 @@ static void tail_text(const struct tail *t, char *out, size_t outsz)
 	}
 	out[j] = 0;
 }
-
-struct proc {
-	pid_t pid;
-	int in, out, errfd, pidfd;
-	int status;
-};
 
 /* Every descriptor is first moved to 3 or above, so that the dup2 onto 0-2 below can never
  * overwrite one still to be moved, and always clears close-on-exec. */
@@ -230,14 +217,16 @@ static void close_fd(int *fd)
 	*fd = -1;
 }
 
-static int spawn(struct proc *p, const struct box_proc_opts *o, struct box_err *err)
+static int spawn(struct box_proc_child *p, const struct box_proc_opts *o, struct box_err *err)
 {
 	int sv[2], po[2] = { -1, -1 }, pe[2] = { -1, -1 }, ps[2] = { -1, -1 }, e = 0;
 	ssize_t k;
 
 	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv))
 		return box_err_sys(err, "socketpair");
-	if (pipe2(po, O_CLOEXEC) || pipe2(pe, O_CLOEXEC) || pipe2(ps, O_CLOEXEC)) {
+	if (pipe2(po, O_CLOEXEC) || pipe2(ps, O_CLOEXEC) ||
+	    (o->stderr_inherit ? (pe[1] = fcntl(2, F_DUPFD_CLOEXEC, 3)) < 0 :
+	     pipe2(pe, O_CLOEXEC) != 0)) {
 		box_err_sys(err, "pipe");
 		goto fail;
 	}
@@ -258,7 +247,8 @@ static int spawn(struct proc *p, const struct box_proc_opts *o, struct box_err *
 	p->out = po[0];
 	p->errfd = pe[0];
 	fcntl(p->out, F_SETFL, O_NONBLOCK);
-	fcntl(p->errfd, F_SETFL, O_NONBLOCK);
+	if (p->errfd >= 0)
+		fcntl(p->errfd, F_SETFL, O_NONBLOCK);
 	/* the status pipe closes on a successful execve, or carries the errno of the failure */
 	do
 		k = read(ps[0], &e, sizeof(e));
@@ -278,10 +268,10 @@ fail:
 		close(po[0]);
 		close(po[1]);
 	}
-	if (pe[0] >= 0) {
+	if (pe[0] >= 0)
 		close(pe[0]);
+	if (pe[1] >= 0)
 		close(pe[1]);
-	}
 	if (ps[0] >= 0) {
 		close(ps[0]);
 		close(ps[1]);
@@ -292,7 +282,7 @@ fail:
 
 /* Checks for the leader's exit without reaping it: while it is a zombie its pid, and so its
  * process group id, cannot be reused, and killing the group cannot hit a stranger. */
-static int leader_exited(struct proc *p)
+static int leader_exited(struct box_proc_child *p)
 {
 	siginfo_t si;
 
@@ -302,7 +292,7 @@ static int leader_exited(struct proc *p)
 	return 0;
 }
 
-static void finish(struct proc *p)
+static void finish(struct box_proc_child *p)
 {
 	if (p->pid <= 0)
 		return;
@@ -314,10 +304,10 @@ static void finish(struct proc *p)
 
 enum run_end { RUN_DONE, RUN_TIMEOUT, RUN_FLOOD, RUN_FAIL };
 
-static enum run_end pump(struct proc *p, const struct box_proc_opts *o, struct box_buf *out,
+static enum run_end pump(struct box_proc_child *p, const struct box_proc_opts *o, struct box_buf *out,
 			 struct tail *errt, size_t *errbytes, int timeout_ms, struct box_err *err)
 {
-	int64_t deadline = now_ms() + timeout_ms;
+	int64_t deadline = box_now_ms() + timeout_ms;
 	const char *in = o->in;
 	size_t off = 0, inlen = o->in ? o->inlen : 0;
 	char chunk[65536];
@@ -325,7 +315,7 @@ static enum run_end pump(struct proc *p, const struct box_proc_opts *o, struct b
 
 	for (;;) {
 		struct pollfd pf[4];
-		int64_t left = deadline - now_ms();
+		int64_t left = deadline - box_now_ms();
 		int n = 0, i, r, wait_ms;
 
 		if (p->out < 0 && p->errfd < 0 && gone)
@@ -394,6 +384,26 @@ static enum run_end pump(struct proc *p, const struct box_proc_opts *o, struct b
 	}
 }
 
+int box_proc_spawn(const struct box_proc_opts *o, struct box_proc_child *c, struct box_err *err)
+{
+	*c = (struct box_proc_child){ .pid = -1, .in = -1, .out = -1, .errfd = -1, .pidfd = -1 };
+	if (!o->argv || !o->argv[0] || !o->argv[0][0])
+		return box_err_set(err, BOX_E_INVALID, "no command to run");
+	if (spawn(c, o, err) == 0)
+		return 0;
+	box_proc_stop(c);
+	return -1;
+}
+
+void box_proc_stop(struct box_proc_child *c)
+{
+	finish(c);
+	close_fd(&c->in);
+	close_fd(&c->out);
+	close_fd(&c->errfd);
+	close_fd(&c->pidfd);
+}
+
 void box_proc_result_release(struct box_proc_result *r)
 {
 	box_buf_release(&r->out);
@@ -402,10 +412,10 @@ void box_proc_result_release(struct box_proc_result *r)
 int box_proc_run(const struct box_proc_opts *o, struct box_proc_result *r, struct box_err *err)
 {
 	int timeout_ms = o->timeout_ms > 0 ? o->timeout_ms : BOX_PROC_DEFAULT_TIMEOUT_MS;
-	struct proc p = { .pid = -1, .in = -1, .out = -1, .errfd = -1, .pidfd = -1 };
+	struct box_proc_child p = { .pid = -1, .in = -1, .out = -1, .errfd = -1, .pidfd = -1 };
 	struct tail errt = { .len = 0 };
 	struct box_err perr;
-	int64_t t0 = now_ms();
+	int64_t t0 = box_now_ms();
 	enum run_end end;
 
 	memset(r, 0, sizeof(*r));
@@ -421,7 +431,7 @@ int box_proc_run(const struct box_proc_opts *o, struct box_proc_result *r, struc
 	box_err_init(&perr);
 	end = pump(&p, o, &r->out, &errt, &r->stderr_bytes, timeout_ms, &perr);
 	finish(&p);
-	r->duration_ms = now_ms() - t0;
+	r->duration_ms = box_now_ms() - t0;
 	tail_text(&errt, r->err_tail, sizeof(r->err_tail));
 	if (WIFEXITED(p.status)) {
 		r->exited = 1;

@@ -25,6 +25,8 @@ struct box_proc_opts {
 	size_t max_stdout;         /* cap on stdout; 0: BOX_PROC_STDOUT_MAX */
 	size_t max_stderr;         /* last bytes of stderr kept; 0 or more than
 				    * BOX_PROC_TAIL_MAX: BOX_PROC_TAIL_MAX */
+	int stderr_inherit;        /* 1: the child writes to the caller's stderr (a
+				    * long-lived helper's diagnostics), not to a pipe */
 };
 
 /*
@@ -62,6 +64,26 @@ void box_proc_result_release(struct box_proc_result *r);
  * poll or memory.
  */
 int box_proc_run(const struct box_proc_opts *o, struct box_proc_result *r, struct box_err *err);
+
+/* A child started by box_proc_spawn: the leader of its own process group, and the caller's
+ * ends of its stdin (a socket), stdout and stderr (non-blocking pipes; errfd -1 with
+ * stderr_inherit). */
+struct box_proc_child {
+	pid_t pid;
+	int in, out, errfd, pidfd;
+	int status;   /* its wait status, once box_proc_stop reaped it */
+};
+
+/*
+ * Starts a long-lived helper as box_proc_run starts its child (own process group, only fds
+ * 0-2, reset signals, the exact environment; timeout, in and the caps of opts are not used):
+ * the caller talks to it on c->in and c->out. Returns 0, or -1 with box_proc_run's errors
+ * (nothing is left running then).
+ */
+int box_proc_spawn(const struct box_proc_opts *o, struct box_proc_child *c, struct box_err *err);
+
+/* Kills c's whole process group, reaps the leader and closes the caller's ends. */
+void box_proc_stop(struct box_proc_child *c);
 
 /* 1 if the variable name looks like a credential (*_TOKEN, *_KEY, *SECRET*, *PASSWORD*,
  * *PASSWD*, *CREDENTIAL*, *API_KEY*, *AUTH*, *_PAT, *_PASS, AWS_*, AZURE_*, GOOGLE_*, GCP_*,

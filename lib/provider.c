@@ -6,8 +6,11 @@
 #include <unistd.h>
 
 #include "provider.h"
+#include "base64.h"
+#include "buf.h"
 #include "json.h"
 #include "proc.h"
+#include "sbprov.h"
 #include "sbstate.h"
 #include "banned.h"
 
@@ -201,3 +204,187 @@ cJSON *box_provider_call(const char *name, const char *libexec_dir, const cJSON 
 
 	return box_provider_run(name, op, &o, err);
 }
+
+/* ---- the plug-in provider of box-sandbox's sessions (struct box_sbprov) ---- */
+
+/* One operation on the session's instance; extra (taken) holds its members. */
+static cJSON *plugin_op(struct box_sbprov_session *s, const char *op, cJSON *extra,
+			int timeout_ms, struct box_err *err)
+{
+	cJSON *o = extra ? extra : cJSON_CreateObject(), *res;
+
+	cJSON_AddStringToObject(o, "op", op);
+	cJSON_AddStringToObject(o, "session", s->id);
+	cJSON_AddItemToObject(o, "provider_data",
+			      cJSON_Duplicate(cJSON_GetObjectItemCaseSensitive(s->rec->provider_data,
+									       "remote"), 1));
+	res = box_provider_call(s->rec->provider, s->libexec, o, timeout_ms, err);
+	cJSON_Delete(o);
+	return res;
+}
+
+static int plugin_simple(struct box_sbprov_session *s, const char *op, struct box_err *err)
+{
+	cJSON *res = plugin_op(s, op, NULL, 0, err);
+
+	cJSON_Delete(res);
+	return res ? 0 : -1;
+}
+
+/* A plug-in's instance is the provider's: box keeps no files of its own for it. */
+static int plugin_configure(const cJSON *req, const char *provider, const char *libexec,
+			    cJSON *config, struct box_err *err)
+{
+	char path[PATH_MAX];
+
+	(void)config;
+	if (box_provider_find(provider, libexec, path, sizeof(path), err) < 0)
+		return -1;
+	if (cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(req, "mount")) ||
+	    cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(req, "input")))
+		return box_err_set(err, BOX_E_UNSUPPORTED, "--mount and --input are local "
+				   "provider features");
+	if (box_json_get_str(req, "tools", NULL))
+		return box_err_set(err, BOX_E_UNSUPPORTED, "--tools is a local provider feature");
+	return 0;
+}
+
+static int plugin_start(struct box_sbprov_session *s, const cJSON *create_req,
+			struct box_err *err)
+{
+	cJSON *o = cJSON_CreateObject(), *res, *remote, *env = cJSON_CreateArray();
+	size_t k;
+
+	(void)create_req;
+	for (k = 0; s->env && s->env[k]; k++)
+		cJSON_AddItemToArray(env, cJSON_CreateString(s->env[k]));
+	cJSON_AddItemToObject(o, "limits", cJSON_Duplicate(s->rec->limits, 1));
+	cJSON_AddItemToObject(o, "env", env);
+	res = plugin_op(s, "create", o, 0, err);
+	if (!res)
+		return -1;
+	remote = cJSON_DetachItemFromObjectCaseSensitive(res, "provider_data");
+	cJSON_Delete(res);
+	cJSON_DeleteItemFromObjectCaseSensitive(s->rec->provider_data, "remote");
+	cJSON_AddItemToObject(s->rec->provider_data, "remote", remote ? remote :
+			      cJSON_CreateObject());
+	return 0;
+}
+
+static int plugin_observe(struct box_sbprov_session *s, struct box_err *err)
+{
+	cJSON *res = plugin_op(s, "status", NULL, 0, err);
+	const char *st;
+	int obs;
+
+	if (!res)
+		return -1;
+	st = box_json_get_str(res, "state", "");
+	obs = strcmp(st, "running") == 0 ? BOX_SB_OBS_RUNNING :
+	      strcmp(st, "paused") == 0 ? BOX_SB_OBS_PAUSED : BOX_SB_OBS_ABSENT;
+	cJSON_Delete(res);
+	return obs;
+}
+
+static int plugin_pause(struct box_sbprov_session *s, struct box_err *err)
+{
+	return plugin_simple(s, "pause", err);
+}
+
+static int plugin_resume(struct box_sbprov_session *s, struct box_err *err)
+{
+	return plugin_simple(s, "resume", err);
+}
+
+static int plugin_stop(struct box_sbprov_session *s, struct box_err *err)
+{
+	return plugin_simple(s, "delete", err);
+}
+
+static int plugin_exec(struct box_sbprov_session *s, const struct box_sbexec *x,
+		       struct box_sbexec_result *r, struct box_err *err)
+{
+	cJSON *o = cJSON_CreateObject(), *res;
+	size_t k;
+	int rc;
+
+	cJSON_AddItemToObject(o, "argv", cJSON_CreateArray());
+	for (k = 0; x->argv[k]; k++)
+		cJSON_AddItemToArray(cJSON_GetObjectItemCaseSensitive(o, "argv"),
+				     cJSON_CreateString(x->argv[k]));
+	cJSON_AddItemToObject(o, "env", cJSON_CreateArray());
+	for (k = 0; x->env && x->env[k]; k++)
+		cJSON_AddItemToArray(cJSON_GetObjectItemCaseSensitive(o, "env"),
+				     cJSON_CreateString(x->env[k]));
+	cJSON_AddStringToObject(o, "cwd", x->cwd ? x->cwd : "/workspace");
+	if (x->stdin_data)
+		cJSON_AddStringToObject(o, "stdin", x->stdin_data);
+	box_json_add_int64(o, "timeout_ms", x->timeout_ms);
+	box_json_add_int64(o, "max_output_bytes", x->max_output_bytes);
+	res = plugin_op(s, "exec", o, x->timeout_ms + 30000, err);
+	if (!res)
+		return -1;
+	rc = box_sbexec_from_json(r, res, err);
+	cJSON_Delete(res);
+	return rc;
+}
+
+/* read and write: read_file / write_file with the bytes in base64 */
+static cJSON *plugin_file(struct box_sbprov_session *s, const char *path, cJSON *o,
+			  int writing, struct box_err *err)
+{
+	cJSON *res;
+
+	cJSON_AddStringToObject(o, "path", path);
+	res = plugin_op(s, writing ? "write_file" : "read_file", o, 0, err);
+	if (res && !cJSON_GetObjectItemCaseSensitive(res, "path"))
+		cJSON_AddStringToObject(res, "path", path);
+	return res;
+}
+
+static cJSON *plugin_read(struct box_sbprov_session *s, const char *path, struct box_err *err)
+{
+	return plugin_file(s, path, cJSON_CreateObject(), 0, err);
+}
+
+static cJSON *plugin_write(struct box_sbprov_session *s, const char *path, const void *data,
+			   size_t n, struct box_err *err)
+{
+	struct box_buf enc;
+	cJSON *o;
+
+	box_buf_init(&enc, box_base64_encoded_len(n) + 1);
+	if (box_base64_encode(data, n, &enc, err) < 0 || box_buf_append(&enc, "", 1, err) < 0) {
+		box_buf_release(&enc);
+		return NULL;
+	}
+	o = cJSON_CreateObject();
+	cJSON_AddStringToObject(o, "content_base64", enc.data);
+	box_buf_release(&enc);
+	return plugin_file(s, path, o, 1, err);
+}
+
+static cJSON *plugin_checkpoint(struct box_sbprov_session *s, struct box_err *err)
+{
+	return plugin_op(s, "checkpoint", NULL, 0, err);
+}
+
+const struct box_sbprov box_provider_plugin = {
+	.name = NULL,
+	.keeps_state = 0,
+	.retry_gone = 0,
+	.tools = 0,
+	.configure = plugin_configure,
+	.start = plugin_start,
+	.observe = plugin_observe,
+	.pause = plugin_pause,
+	.resume = plugin_resume,
+	.stop = plugin_stop,
+	.exec = plugin_exec,
+	.read = plugin_read,
+	.write = plugin_write,
+	.list = NULL,
+	.checkpoint = plugin_checkpoint,
+	.restore = NULL,
+	.status = NULL,
+};

@@ -13,6 +13,7 @@
 #include "base64.h"
 #include "json.h"
 #include "registry.h"
+#include "clock.h"
 #include "sha256.h"
 #include "banned.h"
 
@@ -33,14 +34,6 @@
 static const char manifest_accept[] =
 	"Accept: " BOX_MT_OCI_MANIFEST ", " BOX_MT_OCI_INDEX ", " BOX_MT_DOCKER_MANIFEST ", "
 	BOX_MT_DOCKER_LIST;
-
-static int64_t now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 static int oom(struct box_err *err)
 {
@@ -1083,14 +1076,16 @@ static int auth_line(const struct box_registry *reg, struct box_buf *b, struct b
 	return 0;
 }
 
-/* One request, no redirects, no auth handling: fills x->status and x->h. */
+/* One request, no redirects, no auth handling: fills x->status and x->h. Long because it is
+ * one libcurl transfer: every option that keeps it safe (protocols, no redirects, no netrc,
+ * TLS checks, timeouts, the bounded callbacks) is set in one place, to be read together. */
 static int perform(struct box_registry *reg, struct xfer *x, int64_t deadline, struct box_err *err)
 {
 	struct curl_slist *hl = NULL;
 	struct box_buf auth = BOX_BUF_INIT(TOKEN_MAX + 64);
 	char errbuf[CURL_ERROR_SIZE] = "";
 	int bad = 0, set = 0, i, ret = -1;
-	int64_t left = deadline - now_ms();
+	int64_t left = deadline - box_now_ms();
 	CURL *c;
 	CURLcode rc;
 
@@ -1364,7 +1359,7 @@ static int request(struct box_registry *reg, struct xfer *x, const char *scope, 
 				s = 1;
 			if (s > reg->retry_after_cap_s)
 				s = reg->retry_after_cap_s;
-			left = deadline - now_ms();
+			left = deadline - box_now_ms();
 			if (s * 1000 >= left)
 				return timeout_err(reg, err);
 			waits++;
@@ -1407,7 +1402,7 @@ static int64_t deadline_of(struct box_registry *reg)
 {
 	if (reg->timeout_ms <= 0)
 		reg->timeout_ms = BOX_REGISTRY_DEFAULT_TIMEOUT_MS;
-	return now_ms() + reg->timeout_ms;
+	return box_now_ms() + reg->timeout_ms;
 }
 
 /* base/v2/<prefix/name>/<kind>/<ref> */
@@ -1541,6 +1536,9 @@ static int rehash_prefix(int fd, int64_t n, struct box_sha256 *sha, struct box_e
 	return 0;
 }
 
+/* Long because the checks of the output, the attempts (a Range resumed after a cut
+ * transfer) and the size and digest computed while streaming share one state, and read
+ * best as the one sequence a download is. */
 int box_registry_get_blob(struct box_registry *reg, const char *name, const char *digest,
 			  int outfd, int64_t expected_size, struct box_err *err)
 {
@@ -1653,6 +1651,8 @@ out:
 	return ret;
 }
 
+/* Long because the pages (the Link header's next URL, each checked to stay on the
+ * registry), their bounds and the merge of their lists are one loop over one state. */
 int box_registry_tags(struct box_registry *reg, const char *name, cJSON **tags,
 		      struct box_err *err)
 {

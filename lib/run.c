@@ -163,14 +163,16 @@ static int http_start(struct run *r, struct box_err *err)
 	char path[PATH_MAX], maxbody[32];
 	const char **argv;
 	const cJSON *rule;
-	int in[2], out[2], n = 0;
+	struct box_proc_opts o = { 0 };
+	struct box_proc_child child;
+	int n = 0, rc;
 
 	if (box_libexec_find("box-http", path, sizeof(path), err) < 0)
 		return -1;
 	argv = calloc((size_t)cJSON_GetArraySize(r->allow) * 2 + 6, sizeof(*argv));
 	if (!argv)
 		return box_err_set(err, BOX_E_INTERNAL, "out of memory");
-	argv[n++] = "box-http";
+	argv[n++] = path;
 	cJSON_ArrayForEach(rule, r->allow) {
 		argv[n++] = "--allow";
 		argv[n++] = rule->valuestring;
@@ -181,37 +183,20 @@ static int http_start(struct run *r, struct box_err *err)
 	argv[n++] = "--max-body-bytes";
 	argv[n++] = maxbody;
 	argv[n] = NULL;
-	if (pipe2(in, O_CLOEXEC) < 0) {
-		free(argv);
-		return box_err_sys(err, "pipe");
-	}
-	if (pipe2(out, O_CLOEXEC) < 0) {
-		close(in[0]);
-		close(in[1]);
-		free(argv);
-		return box_err_sys(err, "pipe");
-	}
-	r->hpid = fork();
-	if (r->hpid == 0) {
-		prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
-		if (dup2(in[0], 0) < 0 || dup2(out[1], 1) < 0)
-			_exit(127);
-		close_range(3, UINT_MAX, 0);
-		execv(path, (char *const *)argv);
-		_exit(127);
-	}
+	/* like every helper: its own process group, only fds 0-2, killed whole by http_stop */
+	o.argv = argv;
+	o.envp = environ;
+	o.stderr_inherit = 1;
+	rc = box_proc_spawn(&o, &child, err);
 	free(argv);
-	close(in[0]);
-	close(out[1]);
-	if (r->hpid < 0) {
-		close(in[1]);
-		close(out[0]);
-		return box_err_sys(err, "fork");
-	}
-	r->hin = in[1];
-	r->hout = out[0];
+	if (rc < 0)
+		return -1;
+	r->hpid = child.pid;
+	r->hin = child.in;
+	r->hout = child.out;
+	if (child.pidfd >= 0)
+		close(child.pidfd);
 	fcntl(r->hin, F_SETFL, O_NONBLOCK);
-	fcntl(r->hout, F_SETFL, O_NONBLOCK);
 	box_buf_init(&r->hline, (size_t)(r->memory_bytes / 3 * 4 + 4 * MiB));
 	return 0;
 }
@@ -220,10 +205,8 @@ static void http_stop(struct run *r)
 {
 	if (r->hpid <= 0)
 		return;
-	close(r->hin);
-	close(r->hout);
-	kill(r->hpid, SIGKILL);
-	waitpid(r->hpid, NULL, 0);
+	box_proc_stop(&(struct box_proc_child){ .pid = r->hpid, .in = r->hin, .out = r->hout,
+						 .errfd = -1, .pidfd = -1 });
 	r->hpid = 0;
 	box_buf_release(&r->hline);
 }

@@ -30,6 +30,37 @@ struct box_sandbox_io {
 	int no_create;
 };
 
+struct box_sandbox_ctx;   /* one operation on one session, private to lib/sandbox.c */
+
+enum box_sandbox_session_arg {
+	BOX_SANDBOX_SESSION_NONE,      /* list: no session */
+	BOX_SANDBOX_SESSION_NEEDED,    /* the word after the operation is the session */
+	BOX_SANDBOX_SESSION_OPTIONAL,  /* create: --session, or a new id */
+};
+
+/* One operation of box-sandbox: what the driver, the dispatcher, --help and the completion
+ * all read. */
+struct box_sandbox_op {
+	const char *name;
+	cJSON *(*run)(struct box_sandbox_ctx *s, struct box_err *err);
+	/* the request members the words after the session fill, in order; "argv" takes every
+	 * word left */
+	const char *args[2];
+	enum box_sandbox_session_arg session;
+	int may_create;   /* 1: the operation creates an absent session first */
+	int content_from_stdin;  /* 1: without content or content_base64, the driver reads
+				  * content from stdin */
+	/* what follows the name on each usage line of --help (lines split by "\n"); operations
+	 * with the same text share a line */
+	const char *usage;
+};
+
+/* The operations, in the order of --help; ended by an entry whose name is NULL. */
+extern const struct box_sandbox_op box_sandbox_ops[];
+
+/* The entry of name, or NULL. */
+const struct box_sandbox_op *box_sandbox_op_find(const char *name);
+
 /*
  * Runs one operation: req holds "op" (create exec read write ls pause resume status snapshot
  * restore delete list) and its fields, already checked against box_sandbox_fields. Returns

@@ -17,14 +17,6 @@
 #include "json.h"
 #include "banned.h"
 
-static int64_t now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 int box_toolsrv_listen(const char *path, struct box_err *err)
 {
 	return box_ipc_listen(path, err);
@@ -35,7 +27,7 @@ static int read_line(int fd, struct box_buf *b, int64_t deadline, struct box_err
 {
 	for (;;) {
 		struct pollfd p = { fd, POLLIN, 0 };
-		int64_t left = deadline - now_ms();
+		int64_t left = deadline - box_now_ms();
 		char *nl;
 		char *dst;
 		ssize_t n;
@@ -81,7 +73,7 @@ static int write_line(int fd, cJSON *obj, int64_t deadline)
 		struct pollfd p = { fd, POLLOUT, 0 };
 		ssize_t n;
 
-		if (now_ms() > deadline || poll(&p, 1, (int)(deadline - now_ms())) <= 0)
+		if (box_now_ms() > deadline || poll(&p, 1, (int)(deadline - box_now_ms())) <= 0)
 			break;
 		n = send(fd, text + off, len - off, MSG_NOSIGNAL);
 		if (n <= 0)
@@ -135,7 +127,7 @@ static void serve(int lfd, const struct box_toolset *set, const struct box_tool_
 {
 	static const struct box_tool_call_opts none;
 	int fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
-	int64_t deadline = now_ms() + BOX_TOOLSRV_IO_MS;
+	int64_t deadline = box_now_ms() + BOX_TOOLSRV_IO_MS;
 	struct box_buf b;
 	struct box_err err;
 	cJSON *req = NULL, *out = NULL;
@@ -160,7 +152,7 @@ static void serve(int lfd, const struct box_toolset *set, const struct box_tool_
 	if (!out)
 		out = box_err_result(&err);
 	if (out)
-		(void)write_line(fd, out, now_ms() + BOX_TOOLSRV_IO_MS);
+		(void)write_line(fd, out, box_now_ms() + BOX_TOOLSRV_IO_MS);
 	cJSON_Delete(out);
 	cJSON_Delete(req);
 	close(fd);
@@ -183,12 +175,12 @@ cJSON *box_toolsrv_request(const char *path, cJSON *req, int timeout_ms,
 	struct box_buf b;
 	cJSON *res;
 	int fd;
-	int64_t deadline = now_ms() + (timeout_ms > 0 ? timeout_ms : 3600000);
+	int64_t deadline = box_now_ms() + (timeout_ms > 0 ? timeout_ms : 3600000);
 
 	fd = box_ipc_connect(path, err);
 	if (fd < 0)
 		return NULL;
-	if (write_line(fd, req, now_ms() + BOX_TOOLSRV_IO_MS) < 0) {
+	if (write_line(fd, req, box_now_ms() + BOX_TOOLSRV_IO_MS) < 0) {
 		close(fd);
 		return box_err_set(err, BOX_E_IO, "cannot send to the tool socket"), NULL;
 	}

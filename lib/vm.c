@@ -611,6 +611,8 @@ static enum json_kind json_kind(lua_State *L, int idx)
 	return k;
 }
 
+/* Long because it works on the Lua stack: the array test, the keys, their copies and
+ * their sort live in stack slots that a split would have to hand over by index. */
 static int table_to_json(struct conv *cv, lua_State *L, int idx)
 {
 	lua_Integer count = 0, maxi = 0;
@@ -1361,6 +1363,8 @@ static void set_funcs(lua_State *L, const luaL_Reg *r)
 	}
 }
 
+/* Long because it is the whole of what a script sees: read as one, it shows every
+ * function taken away and every one put in its place. */
 static void build_env(lua_State *L)
 {
 	static const char *const drop[] = {
@@ -1641,6 +1645,8 @@ void box_vm_prepare(void)
 	sigaction(SIGPROF, &sa, NULL);
 }
 
+/* Long because it is the VM child's whole life, from the state and its limits to the
+ * final message; none of its steps returns to a caller that could go on without it. */
 void box_vm_run(const struct box_vm_config *c)
 {
 	struct final fin;

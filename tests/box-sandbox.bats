@@ -435,3 +435,23 @@ teardown() {
 	run -0 box-sandbox --help
 	assert_output --partial 'box-sandbox create'
 }
+
+@test "only the operations that may create make an absent session, and a refused one makes none" {
+	for op in pause resume status delete; do
+		run_sb $op absent1
+		assert_fail not_found 6
+	done
+	run_sb restore absent1 "sha256:$(printf '%064d' 0)"
+	assert_fail not_found 6
+	# exec may create, but not before its request is found good
+	run_sb exec absent1
+	assert_fail usage 2
+	run_sb exec absent1 --command true -- true
+	assert_fail usage 2
+	run_sb write absent1 f.txt --content x --content-base64 eA==
+	assert_fail usage 2
+	[ ! -e "$BOX_STATE_DIR/sandboxes/absent1" ]
+	run_sb ls absent1
+	sb_ok '.session == "absent1" and .created == null and .entries == []'
+	[ -f "$BOX_STATE_DIR/sandboxes/absent1/state.json" ]
+}

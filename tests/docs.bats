@@ -303,3 +303,29 @@ word_in() {
 	jqe '.problems == [] and .unpinned == []' "$(cat out.8)"
 	[ -d tmp-box/store/sha256 ]
 }
+
+# sb_ops [may_create]: the operation names of box_sandbox_ops in lib/sandbox.c, in order; with
+# an argument only those whose may_create is 1.
+sb_ops() {
+	sed -n '/^const struct box_sandbox_op box_sandbox_ops\[\] = {/,/^};/p' "$SRC/lib/sandbox.c" |
+		grep -E '\.name = "[a-z]+"' | { if [ -n "${1:-}" ]; then grep '\.may_create = 1'; else cat; fi; } |
+		grep -oE '\.name = "[a-z]+"' | cut -d'"' -f2
+}
+
+@test "box-sandbox(1) OPERATIONS, its ensure-running rules and --op name the operation table" {
+	local man=$SRC/man/box-sandbox.1 ops documented creating want
+	ops=$(sb_ops)
+	[ "$(wc -l <<<"$ops")" -ge 12 ]
+	documented=$(man_section "$man" OPERATIONS | grep -A1 '^\.TP' | grep -E '^\.BR? ' |
+		grep -oE '[a-z]+' | grep -vxE 'B|BR' | sort)
+	[ "$documented" = "$(sort <<<"$ops")" ] || {
+		diff <(echo "$documented") <(sort <<<"$ops") >&2; false; }
+	# "no record: exec, read, ... create the session": the operations that may create
+	creating=$(man_section "$man" DESCRIPTION | sed -n '/^no record:/,/create the session/p' |
+		grep -E '^\.BR? ' | grep -oE '[a-z]+' | grep -vxE 'B|BR' | sort)
+	want=$(sb_ops may_create | grep -vx create | sort)
+	[ -n "$want" ] && [ "$creating" = "$want" ] || {
+		diff <(echo "$creating") <(echo "$want") >&2; false; }
+	# the --op help lists them in the table's order
+	box-sandbox --help | grep -qF "(the first word: $(paste -sd' ' <<<"$ops"))"
+}

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "proc.h"
@@ -319,6 +320,47 @@ static void test_failures(void)
 	signal(SIGTERM, SIG_DFL);
 }
 
+/* box_proc_spawn: a long-lived helper talked to on its pipes, ended with its whole group */
+static void test_spawn(void)
+{
+	char script[512], buf[256];
+	const char *argv[] = { "/bin/sh", "-c", script, NULL };
+	struct box_proc_opts o = { .argv = argv, .envp = plain_env };
+	struct box_proc_child c;
+	struct box_err err;
+	ssize_t n = 0;
+	pid_t left;
+	int i;
+
+	snprintf(script, sizeof(script), "sleep 60 & echo $! > %s/s.pid; "
+		 "while read line; do echo \"got $line\"; done", dir);
+	box_err_init(&err);
+	is_int(box_proc_spawn(&o, &c, &err), 0, "a helper is started");
+	ok(c.pid > 0 && c.in >= 0 && c.out >= 0 && c.errfd >= 0, "... with its three pipes");
+	ok(write(c.in, "one\n", 4) == 4, "... a request is written to it");
+	for (i = 0; i < 200 && n <= 0; i++) {
+		n = read(c.out, buf, sizeof(buf) - 1);
+		if (n <= 0)
+			usleep(10000);
+	}
+	buf[n > 0 ? n : 0] = 0;
+	is_str(buf, "got one\n", "... and its answer read");
+	left = read_pid("s.pid");
+	box_proc_stop(&c);
+	ok(dead(c.pid) || waitpid(c.pid, NULL, WNOHANG) < 0, "stop ends and reaps the helper");
+	ok(left > 0 && wait_dead(left), "... and what it started in its group");
+	ok(c.in < 0 && c.out < 0 && c.errfd < 0 && c.pidfd < 0, "... and closes its ends");
+
+	o.stderr_inherit = 1;
+	is_int(box_proc_spawn(&o, &c, &err), 0, "a helper that keeps the caller's stderr");
+	is_int(c.errfd, -1, "... has no stderr pipe");
+	box_proc_stop(&c);
+	argv[0] = "/nonexistent/helper";
+	is_int(box_proc_spawn(&o, &c, &err), -1, "a helper that cannot be run");
+	ok(err.code == BOX_E_NOT_FOUND || err.code == BOX_E_IO, "... is not_found or io_error");
+	is_int(c.pid, -1, "... and leaves nothing running");
+}
+
 int main(void)
 {
 	char cmd[128];
@@ -335,6 +377,7 @@ int main(void)
 	test_caps();
 	test_failures();
 	test_env_build();
+	test_spawn();
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
 	if (system(cmd))
 		printf("# cleanup failed\n");

@@ -1,0 +1,207 @@
+/* lib/sbexec: the limit classification and the judgement of an exec result (pure
+ * functions), its one rendering as JSON and the reading of a plug-in's answer. */
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "json.h"
+#include "sbexec.h"
+#include "tap.h"
+#include "banned.h"
+
+/* the facts of a command that exited 0, nothing seen, counters at zero */
+static struct box_sbexec_facts clean(void)
+{
+	struct box_sbexec_facts f = { 0 };
+
+	f.exited = 1;
+	return f;
+}
+
+static void test_classify(void)
+{
+	static const struct {
+		const char *what;
+		int timed_out, seen, disk_full, exited, code, sig;
+		int64_t oom, pids;
+		enum box_sbexec_limit want;
+	} cases[] = {
+		{ "a clean exit", 0, 0, 0, 1, 0, 0, 0, 0, BOX_SBEXEC_LIMIT_NONE },
+		{ "a failing exit is no limit", 0, 0, 0, 1, 3, 0, 0, 0, BOX_SBEXEC_LIMIT_NONE },
+		{ "SIGKILL alone is no limit", 0, 0, 0, 0, 0, SIGKILL, 0, 0, BOX_SBEXEC_LIMIT_NONE },
+		{ "the deadline", 1, 0, 0, 0, 0, SIGKILL, 0, 0, BOX_SBEXEC_LIMIT_TIMEOUT },
+		{ "the deadline beats what was seen", 1, BOX_SBEXEC_LIMIT_CPU, 1, 0, 0, SIGXCPU, 1, 1,
+		  BOX_SBEXEC_LIMIT_TIMEOUT },
+		{ "cpu seen by the host", 0, BOX_SBEXEC_LIMIT_CPU, 0, 0, 0, SIGKILL, 0, 0,
+		  BOX_SBEXEC_LIMIT_CPU },
+		{ "disk seen beats an OOM kill", 0, BOX_SBEXEC_LIMIT_DISK, 0, 0, 0, SIGKILL, 1, 0,
+		  BOX_SBEXEC_LIMIT_DISK },
+		{ "a full disk at the end", 0, 0, 1, 1, 1, 0, 0, 0, BOX_SBEXEC_LIMIT_DISK },
+		{ "SIGXCPU (the rlimit)", 0, 0, 0, 0, 0, SIGXCPU, 0, 0, BOX_SBEXEC_LIMIT_CPU },
+		{ "SIGXFSZ (the rlimit)", 0, 0, 0, 0, 0, SIGXFSZ, 0, 0, BOX_SBEXEC_LIMIT_DISK },
+		{ "an OOM kill", 0, 0, 0, 0, 0, SIGKILL, 1, 0, BOX_SBEXEC_LIMIT_MEMORY },
+		{ "OOM counters unknown", 0, 0, 0, 0, 0, SIGKILL, -1, -1, BOX_SBEXEC_LIMIT_NONE },
+		{ "a refused fork of a failing command", 0, 0, 0, 1, 1, 0, 0, 2, BOX_SBEXEC_LIMIT_PIDS },
+		{ "a refused fork of a killed command", 0, 0, 0, 0, 0, SIGKILL, 0, 1,
+		  BOX_SBEXEC_LIMIT_PIDS },
+		{ "a refused fork of a command that succeeded", 0, 0, 0, 1, 0, 0, 0, 5,
+		  BOX_SBEXEC_LIMIT_NONE },
+		{ "memory before pids", 0, 0, 0, 1, 1, 0, 1, 1, BOX_SBEXEC_LIMIT_MEMORY },
+	};
+	size_t k;
+
+	for (k = 0; k < sizeof(cases) / sizeof(cases[0]); k++) {
+		struct box_sbexec_facts f = clean();
+
+		f.timed_out = cases[k].timed_out;
+		f.seen = (enum box_sbexec_limit)cases[k].seen;
+		f.disk_full = cases[k].disk_full;
+		f.exited = cases[k].exited;
+		f.code = cases[k].code;
+		f.sig = cases[k].sig;
+		f.oom_kills = cases[k].oom;
+		f.pids_max_hits = cases[k].pids;
+		is_int(box_sbexec_classify(&f), cases[k].want, "classify: %s", cases[k].what);
+	}
+}
+
+static void test_judge(void)
+{
+	struct box_sbexec_conf c = { 500, 1 << 20, 16, 2000, 4 << 20 };
+	struct box_sbexec_result r;
+	struct box_err e;
+
+	box_sbexec_result_init(&r);
+	r.exited = 1;
+	box_sbexec_judge(&r, &c, &e);
+	is_int(e.code, BOX_OK, "exit 0 is no error");
+	r.exit_code = 3;
+	box_sbexec_judge(&r, &c, &e);
+	ok(e.code == BOX_E_GUEST && strstr(e.message, "status 3") && !e.has_configured,
+	   "exit 3 is guest_error naming the status");
+	r.exited = 0;
+	box_fmt(r.signal, sizeof(r.signal), "SIGSEGV");
+	box_sbexec_judge(&r, &c, &e);
+	ok(e.code == BOX_E_GUEST && strstr(e.message, "SIGSEGV"), "a signal is guest_error");
+	r.limit = BOX_SBEXEC_LIMIT_TIMEOUT;
+	box_sbexec_judge(&r, &c, &e);
+	ok(e.code == BOX_E_TIMEOUT && strcmp(e.limit, "timeout_ms") == 0 &&
+	   e.has_configured && e.configured == 500 && strcmp(e.unit, "ms") == 0,
+	   "timeout: limit timeout_ms, configured 500 ms");
+	r.limit = BOX_SBEXEC_LIMIT_PIDS;
+	box_sbexec_judge(&r, &c, &e);
+	ok(e.code == BOX_E_LIMIT && strcmp(e.limit, "pids") == 0 && e.configured == 16 &&
+	   strcmp(e.unit, "processes") == 0, "pids: limit_exceeded with 16 processes");
+	r.limit = BOX_SBEXEC_LIMIT_DISK;
+	box_sbexec_judge(&r, &c, &e);
+	ok(e.code == BOX_E_LIMIT && strcmp(e.limit, "disk") == 0 && e.configured == 4 << 20,
+	   "disk: limit_exceeded with the disk bytes");
+	r.limit = BOX_SBEXEC_LIMIT_OTHER;
+	box_fmt(r.limit_name, sizeof(r.limit_name), "gpu_hours");
+	box_sbexec_judge(&r, &c, &e);
+	ok(e.code == BOX_E_LIMIT && strstr(e.message, "gpu_hours") && !e.has_configured &&
+	   !e.limit[0], "a plug-in's own limit: limit_exceeded without a configured value");
+	box_sbexec_result_release(&r);
+}
+
+static void test_render(void)
+{
+	struct box_sbexec_result r;
+	struct box_err e;
+	cJSON *o;
+	char *text;
+
+	box_err_init(&e);
+	box_sbexec_result_init(&r);
+	o = box_sbexec_to_json(&r);
+	text = cJSON_PrintUnformatted(o);
+	is_str(text, "{\"exit_code\":null,\"signal\":null,\"stdout\":\"\",\"stderr\":\"\","
+	       "\"truncated\":false,\"resource_limit\":null,\"outputs\":[]}",
+	       "an empty result renders the members every result has");
+	cJSON_free(text);
+	cJSON_Delete(o);
+	r.exited = 1;
+	r.exit_code = 2;
+	ok(box_sbexec_set_output(&r, 1, "ok\xff\n\xe2\x82", 6, &e) == 0 && r.lossy,
+	   "invalid UTF-8 and a cut character make the result lossy");
+	is_str(r.out.data, "ok\xef\xbf\xbd\n", "the bad byte is U+FFFD, the cut character dropped");
+	r.total_lines = 1;
+	r.duration_ms = 7;
+	r.limit = BOX_SBEXEC_LIMIT_MEMORY;
+	box_fmt(r.limits_enforced_by, sizeof(r.limits_enforced_by), "cgroup");
+	r.full_output_path = strdup("/x/logs/exec-1.log");
+	r.truncated = 1;
+	o = box_sbexec_to_json(&r);
+	/* as printed (box's 64-bit integers are raw numbers until then) */
+	text = cJSON_PrintUnformatted(o);
+	cJSON_Delete(o);
+	o = box_json_parse(text, strlen(text), &e);
+	cJSON_free(text);
+	is_int(box_json_get_int(o, "exit_code", -1), 2, "exit_code is rendered");
+	is_int(box_json_get_int(o, "duration_ms", -1), 7, "duration_ms is rendered");
+	is_int(box_json_get_int(o, "total_lines", -1), 1, "total_lines is rendered");
+	is_str(box_json_get_str(o, "resource_limit", ""), "memory", "resource_limit is rendered");
+	is_str(box_json_get_str(o, "limits_enforced_by", ""), "cgroup",
+	       "limits_enforced_by is rendered");
+	is_str(box_json_get_str(o, "full_output_path", ""), "/x/logs/exec-1.log",
+	       "full_output_path is rendered");
+	ok(box_json_get_bool(o, "lossy", 0) && box_json_get_bool(o, "truncated", 0),
+	   "lossy and truncated are rendered");
+	cJSON_Delete(o);
+	box_sbexec_result_release(&r);
+}
+
+static void test_from_json(void)
+{
+	static const char *const bad[] = {
+		"{\"exit_code\": \"0\"}", "{\"exit_code\": 1.5}", "{\"signal\": 9}",
+		"{\"stdout\": null}", "{\"truncated\": 1}", "{\"total_lines\": -1}",
+		"{\"resource_limit\": 3}", "{\"resource_limit\": \"\"}", "{\"outputs\": {}}",
+		"{\"limits_enforced_by\": \"a-name-far-too-long-to-keep\"}", "[]",
+	};
+	const char *good = "{\"ok\": true, \"session\": \"x\", \"exit_code\": 0, \"signal\": null,"
+			   "\"stdout\": \"hi\\n\", \"stderr\": \"\", \"truncated\": false,"
+			   "\"total_lines\": 1, \"duration_ms\": 4, \"resource_limit\": \"gpu\","
+			   "\"outputs\": [{\"path\": \"a\"}], \"node\": \"n1\", \"error\": {}}";
+	struct box_sbexec_result r;
+	struct box_err e;
+	cJSON *in, *o;
+	size_t k;
+
+	box_err_init(&e);
+	in = box_json_parse(good, strlen(good), &e);
+	box_sbexec_result_init(&r);
+	ok(box_sbexec_from_json(&r, in, &e) == 0, "a plug-in's answer is read");
+	ok(r.exited && r.exit_code == 0 && strcmp(r.out.data, "hi\n") == 0 && r.total_lines == 1 &&
+	   r.duration_ms == 4 && r.limit == BOX_SBEXEC_LIMIT_OTHER &&
+	   strcmp(box_sbexec_limit_name(&r), "gpu") == 0, "its members are typed");
+	o = box_sbexec_to_json(&r);
+	ok(strcmp(box_json_get_str(o, "node", ""), "n1") == 0 &&
+	   !cJSON_GetObjectItemCaseSensitive(o, "ok") &&
+	   !cJSON_GetObjectItemCaseSensitive(o, "session") &&
+	   !cJSON_GetObjectItemCaseSensitive(o, "error") &&
+	   cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(o, "outputs")) == 1,
+	   "a member box does not know is passed on; ok, session and error are box's to say");
+	cJSON_Delete(o);
+	cJSON_Delete(in);
+	box_sbexec_result_release(&r);
+	for (k = 0; k < sizeof(bad) / sizeof(bad[0]); k++) {
+		box_err_init(&e);
+		in = box_json_parse(bad[k], strlen(bad[k]), &e);
+		box_sbexec_result_init(&r);
+		is_int(box_sbexec_from_json(&r, in, &e), -1, "refused: %s", bad[k]);
+		is_int(e.code, BOX_E_PROVIDER, "as provider_error: %s", bad[k]);
+		box_sbexec_result_release(&r);
+		cJSON_Delete(in);
+	}
+}
+
+int main(void)
+{
+	test_classify();
+	test_judge();
+	test_render();
+	test_from_json();
+	return done_testing();
+}
