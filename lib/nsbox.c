@@ -1059,17 +1059,22 @@ static void keeper_serve(int fd, const void *ctx)
 	static int tried;
 	static struct box_tool_call_opts o = { .max_timeout_ms = BOX_TOOL_MAX_TIMEOUT_MS };
 	const struct box_sbprov_session *s = ctx;
+	const char *path = box_json_get_str(pdata(s, "config"), "tools", NULL);
 	struct box_toolset none = { NULL, 0 };
+	struct box_err e;
 
+	box_err_init(&e);
 	if (!tried) {
-		struct box_err e;
-		const char *path = box_json_get_str(pdata(s, "config"), "tools", NULL);
-
-		box_err_init(&e);
 		tried = 1;
-		set = path ? box_tools_load(path, &e) : NULL;
 		if (box_tool_find_box_run(box_run, sizeof(box_run), &e) == 0)
 			o.box_run = box_run;
+		box_err_init(&e);
+	}
+	/* a set that failed to load (a store entry changed since create) is tried again at
+	 * the next call, and meanwhile every call gets the reason */
+	if (!set && path && !(set = box_tools_load(path, &e))) {
+		box_toolsrv_serve_error(fd, &e);
+		return;
 	}
 	box_toolsrv_serve_one(fd, set ? set : &none, &o);
 }
