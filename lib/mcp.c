@@ -225,7 +225,10 @@ static cJSON *operator_result(const cJSON *line, struct box_err *err)
 	if (!answer) {
 		if (box_err_from_json(err, cJSON_GetObjectItemCaseSensitive(line, "error")) < 0)
 			box_err_set(err, BOX_E_INTERNAL, "the tool's helper printed no answer");
-		return box_mcp_call_result(NULL, err);
+		r = box_mcp_call_result(NULL, err);
+		/* the error object is not what the tool's output schema describes */
+		cJSON_DeleteItemFromObjectCaseSensitive(r, "structuredContent");
+		return r;
 	}
 	r = cJSON_CreateObject();
 	sc = cJSON_Duplicate(answer, 1);
@@ -819,8 +822,7 @@ int box_mcp_serve_stdio(struct box_mcp_config *cfg, int in, int out, struct box_
 		box_mcp_release(&m);
 		return box_err_set(err, BOX_E_INTERNAL, "out of memory");
 	}
-	/* SIGTERM, SIGINT and SIGHUP end the connection as end of input does, but kill the calls
-	 * in flight instead of waiting for them */
+	/* SIGTERM, SIGINT and SIGHUP end the connection as end of input does */
 	sigemptyset(&sigs);
 	sigaddset(&sigs, SIGTERM);
 	sigaddset(&sigs, SIGINT);
@@ -828,14 +830,14 @@ int box_mcp_serve_stdio(struct box_mcp_config *cfg, int in, int out, struct box_
 	sigprocmask(SIG_BLOCK, &sigs, &old);
 	sfd = signalfd(-1, &sigs, SFD_CLOEXEC | SFD_NONBLOCK);
 	box_buf_init(&buf, cfg->max_message_bytes + READ_CHUNK + 1);
-	while (!m.gone && (!eof || box_mcp_busy(&m))) {
+	/* 2026-07-28 basic/transports/stdio, "Shutdown": exit promptly at end of input; the
+	 * calls still running are killed (their answers could not be read) */
+	while (!m.gone && !eof) {
 		size_t n = 0, calls;
 
-		if (!eof) {
-			p[n].fd = in;
-			p[n].events = POLLIN;
-			p[n++].revents = 0;
-		}
+		p[n].fd = in;
+		p[n].events = POLLIN;
+		p[n++].revents = 0;
 		if (sfd >= 0) {
 			p[n].fd = sfd;
 			p[n].events = POLLIN;
@@ -848,9 +850,9 @@ int box_mcp_serve_stdio(struct box_mcp_config *cfg, int in, int out, struct box_
 			r = box_err_sys(err, "poll");
 			break;
 		}
-		if (sfd >= 0 && p[eof ? 0 : 1].revents)
+		if (sfd >= 0 && p[1].revents)
 			break;
-		if (!eof && p[0].revents) {
+		if (p[0].revents) {
 			char chunk[READ_CHUNK];
 			ssize_t got = read(in, chunk, sizeof(chunk));
 
@@ -858,12 +860,9 @@ int box_mcp_serve_stdio(struct box_mcp_config *cfg, int in, int out, struct box_
 				r = box_err_sys(err, "read stdin");
 				break;
 			}
-			if (got == 0) {
+			if (got == 0)
 				eof = 1;
-				/* a last message without its newline still counts */
-				if (buf.len && !skipping && buf.len <= cfg->max_message_bytes)
-					box_mcp_message(&m, buf.data, buf.len);
-			} else if (got > 0 &&
+			else if (got > 0 &&
 				   box_buf_append(&buf, chunk, (size_t)got, NULL) == 0) {
 				input_lines(&m, &buf, &skipping);
 			}

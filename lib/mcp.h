@@ -27,8 +27,8 @@ enum box_mcp_era { BOX_MCP_ERA_UNKNOWN, BOX_MCP_ERA_LEGACY, BOX_MCP_ERA_MODERN }
 
 struct box_mcp_call;
 
-/* Where messages go: one JSON-RPC message, its text without a newline. 0 or -1 (the peer is
- * gone). */
+/* Where messages go: one JSON-RPC message, its text and a final newline. 0 or -1 (the peer
+ * is gone). */
 typedef int box_mcp_send_fn(void *ctx, const char *msg, size_t n);
 
 struct box_mcp {
@@ -76,9 +76,11 @@ int box_mcp_busy(const struct box_mcp *m);
 void box_mcp_release(struct box_mcp *m);
 
 /*
- * Serves MCP over the stdio transport until end of input: newline-delimited messages on fd
- * in, answers on fd out (blocking writes, one message per line, nothing else). Returns 0 at
- * end of input, -1 with err when reading or writing failed.
+ * Serves MCP over the stdio transport until end of input (or SIGTERM, SIGINT, SIGHUP, which
+ * it blocks and reads through a signalfd): newline-delimited messages on fd in, answers on fd
+ * out (blocking writes, one message per line, nothing else). At the end the calls still
+ * running are killed and the connection released (box_mcp_release). Returns 0, or -1 with
+ * err when reading stdin or poll failed.
  */
 int box_mcp_serve_stdio(struct box_mcp_config *cfg, int in, int out, struct box_err *err);
 

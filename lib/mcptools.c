@@ -443,6 +443,9 @@ static int add_operator_tools(struct box_mcp_config *c, const char *manifest,
 		const struct box_tool *bt = &c->toolset->tools[i];
 		struct box_mcp_tool t = { 0 };
 
+		/* box-mcp cannot see a person approve a call: such tools stay with box-tool */
+		if (bt->requires_approval)
+			continue;
 		if (box_mcp_tool_find(c, bt->name)) {
 			box_err_set(err, BOX_E_CONFLICT, "operator tool %s has the name of a tool of "
 				    "box-mcp", bt->name);
