@@ -1,0 +1,65 @@
+#!/usr/bin/env bats
+# box-mcp with a real client: the official MCP TypeScript SDK (@modelcontextprotocol/sdk from
+# npm, run by Debian's nodejs) spawns it over stdio. The SDK is installed once into the build
+# tree (tests/mcp-node, never committed); without node and npm, or without the npm registry,
+# the suite skips and says why.
+
+load helpers
+
+setup_file() {
+	export MCP_NODE_DIR=$BOX_BUILDDIR/tests/mcp-node
+	if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
+		export MCP_SKIP="node and npm are not installed (Debian: nodejs npm)"
+		return 0
+	fi
+	if [ ! -f "$MCP_NODE_DIR/node_modules/@modelcontextprotocol/sdk/package.json" ]; then
+		mkdir -p "$MCP_NODE_DIR"
+		if ! (cd "$MCP_NODE_DIR" && npm install --no-audit --no-fund --no-save --silent \
+			"@modelcontextprotocol/sdk@1" >npm.log 2>&1); then
+			export MCP_SKIP="npm could not install @modelcontextprotocol/sdk: $(tail -1 "$MCP_NODE_DIR/npm.log")"
+		fi
+	fi
+}
+
+setup() {
+	[ -z "${MCP_SKIP:-}" ] || skip "$MCP_SKIP"
+	box_setup
+	export BOX_STATE_DIR=$T/state BOX_HOME=$T/home
+	unset BOX_POLICY
+}
+
+sdk() {
+	run --separate-stderr timeout 60 node "$BOX_SRCDIR/tests/fixtures/mcp-sdk-client.mjs" "$1"
+	if [ "$status" -ne 0 ]; then
+		echo "$output" >&2
+		echo "$stderr" >&2
+	fi
+	assert_success
+	assert_line "ok $1"
+}
+
+@test "SDK client: initialize, then tools/list gives the five default tools with their schemas" {
+	sdk list
+}
+
+@test "SDK client: calls each tool; structuredContent passes the SDK's outputSchema check; failures are isError" {
+	sdk calls
+}
+
+@test "SDK client: onprogress sees the exec's output as it comes" {
+	sdk progress
+}
+
+@test "SDK client: an aborted call is cancelled and its command killed" {
+	sdk cancel
+}
+
+@test "SDK client: unknown tool, bad arguments, a session member, an unknown method are JSON-RPC errors" {
+	sdk errors
+}
+
+@test "SDK client: two connections side by side have two sessions" {
+	sdk sessions
+	# both were deleted at disconnect
+	[ -z "$(ls "$BOX_STATE_DIR/sandboxes" | grep -v '\.lock$')" ]
+}
