@@ -111,7 +111,7 @@ static int size_member(const cJSON *v, const char *key, int64_t min, int64_t max
 	if (!v)
 		return 0;
 	box_fmt(path, sizeof(path), "$[\"box-mcp\"].%s", key);
-	if (box_json_int64(v, &n) < 0 || n < min || n > max) {
+	if (!box_json_int64(v, &n) || n < min || n > max) {
 		char what[96];
 
 		box_fmt(what, sizeof(what), "expected an integer from %lld to %lld",
