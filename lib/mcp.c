@@ -280,6 +280,7 @@ static void call_done(struct box_mcp *m, struct box_mcp_call *c)
 static void call_read(struct box_mcp *m, struct box_mcp_call *c)
 {
 	char chunk[READ_CHUNK];
+	struct box_err aerr;
 	ssize_t got;
 	int rounds;
 
@@ -298,7 +299,7 @@ static void call_read(struct box_mcp *m, struct box_mcp_call *c)
 		}
 		c->total += (size_t)got;
 		if (c->total > m->cfg->max_output_bytes ||
-		    box_buf_append(&c->line, chunk, (size_t)got, NULL) < 0) {
+		    box_buf_append(&c->line, chunk, (size_t)got, &aerr) < 0) {
 			struct box_err err;
 
 			box_mcp_child_kill(&c->ch);
@@ -811,6 +812,7 @@ int box_mcp_serve_stdio(struct box_mcp_config *cfg, int in, int out, struct box_
 {
 	struct box_mcp m;
 	struct box_buf buf;
+	struct box_err aerr;
 	struct pollfd *p;
 	sigset_t sigs, old;
 	int sfd, eof = 0, skipping = 0, r = 0;
@@ -863,7 +865,7 @@ int box_mcp_serve_stdio(struct box_mcp_config *cfg, int in, int out, struct box_
 			if (got == 0)
 				eof = 1;
 			else if (got > 0 &&
-				   box_buf_append(&buf, chunk, (size_t)got, NULL) == 0) {
+				   box_buf_append(&buf, chunk, (size_t)got, &aerr) == 0) {
 				input_lines(&m, &buf, &skipping);
 			}
 		}
