@@ -505,6 +505,8 @@ int box_mcp_config_load(struct box_mcp_config *c, const char *policy_path, const
 	r = 0;
 out:
 	free(manifest);
+	if (r < 0)
+		box_mcp_config_release(c);
 	return r;
 }
 

@@ -65,12 +65,12 @@ extern const char *const box_mcp_builtin_names[];
  *   "max_message_bytes", "max_output_bytes", "max_concurrent_calls": bounds
  * Returns 0, or -1 with err: not_found (policy, manifest or executable missing), invalid_request
  * with err->path ("$[\"box-mcp\"].tools[2]") for a bad section, box_tools_load's errors,
- * io_error or internal when a --describe fails.
+ * io_error or internal when a --describe fails; *c is then released (zeroed).
  */
 int box_mcp_config_load(struct box_mcp_config *c, const char *policy_path, const char *box_run,
 			const char *box_sandbox, struct box_err *err);
 
-/* Frees what box_mcp_config_load made; *c may be zeroed or partly filled. */
+/* Frees what box_mcp_config_load made; *c may be zeroed. */
 void box_mcp_config_release(struct box_mcp_config *c);
 
 /* The granted tool named name, or NULL. */
