@@ -219,36 +219,15 @@ static void call_line(struct box_mcp *m, struct box_mcp_call *c, const char *s, 
 static cJSON *operator_result(const cJSON *line, struct box_err *err)
 {
 	const cJSON *answer = cJSON_GetObjectItemCaseSensitive(line, "answer");
-	cJSON *r, *content, *text, *sc;
-	char *s;
+	cJSON *r;
 
-	if (!answer) {
-		if (box_err_from_json(err, cJSON_GetObjectItemCaseSensitive(line, "error")) < 0)
-			box_err_set(err, BOX_E_INTERNAL, "the tool's helper printed no answer");
-		r = box_mcp_call_result(NULL, err);
-		/* the error object is not what the tool's output schema describes */
-		cJSON_DeleteItemFromObjectCaseSensitive(r, "structuredContent");
-		return r;
-	}
-	r = cJSON_CreateObject();
-	sc = cJSON_Duplicate(answer, 1);
-	if (sc)
-		box_json_exact(sc);
-	s = sc ? cJSON_PrintUnformatted(sc) : NULL;
-	content = r ? cJSON_AddArrayToObject(r, "content") : NULL;
-	text = cJSON_CreateObject();
-	if (!s || !content || !text || !cJSON_AddItemToArray(content, text)) {
-		free(s);
-		cJSON_Delete(sc);
-		cJSON_Delete(text);
-		cJSON_Delete(r);
-		return NULL;
-	}
-	cJSON_AddStringToObject(text, "type", "text");
-	cJSON_AddStringToObject(text, "text", s);
-	free(s);
-	cJSON_AddItemToObject(r, "structuredContent", sc);
-	cJSON_AddFalseToObject(r, "isError");
+	if (answer)
+		return box_mcp_tool_result(answer, 0);
+	if (box_err_from_json(err, cJSON_GetObjectItemCaseSensitive(line, "error")) < 0)
+		box_err_set(err, BOX_E_INTERNAL, "the tool's helper printed no answer");
+	r = box_mcp_call_result(NULL, err);
+	/* the error object is not what the tool's output schema describes */
+	cJSON_DeleteItemFromObjectCaseSensitive(r, "structuredContent");
 	return r;
 }
 

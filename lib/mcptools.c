@@ -592,21 +592,17 @@ oom:
 	return box_err_set(err, BOX_E_INTERNAL, "out of memory");
 }
 
-cJSON *box_mcp_call_result(const cJSON *result, const struct box_err *err)
+cJSON *box_mcp_tool_result(const cJSON *structured, int is_error)
 {
-	cJSON *r = cJSON_CreateObject(), *sc, *content, *text;
-	char *s;
+	cJSON *r = cJSON_CreateObject(), *sc = cJSON_Duplicate(structured, 1), *content, *text;
+	char *s = NULL;
 
-	sc = result ? cJSON_Duplicate(result, 1) : box_err_result(err);
-	if (!r || !sc) {
-		cJSON_Delete(r);
-		cJSON_Delete(sc);
-		return NULL;
+	if (sc) {
+		cJSON_DeleteItemFromObjectCaseSensitive(sc, "event");
+		box_json_exact(sc);
+		s = cJSON_PrintUnformatted(sc);
 	}
-	cJSON_DeleteItemFromObjectCaseSensitive(sc, "event");
-	box_json_exact(sc);
-	s = cJSON_PrintUnformatted(sc);
-	content = cJSON_AddArrayToObject(r, "content");
+	content = r ? cJSON_AddArrayToObject(r, "content") : NULL;
 	text = cJSON_CreateObject();
 	if (!s || !content || !text || !cJSON_AddItemToArray(content, text)) {
 		free(s);
@@ -619,7 +615,18 @@ cJSON *box_mcp_call_result(const cJSON *result, const struct box_err *err)
 	cJSON_AddStringToObject(text, "text", s);
 	free(s);
 	cJSON_AddItemToObject(r, "structuredContent", sc);
-	cJSON_AddBoolToObject(r, "isError", !cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(sc, "ok")));
+	cJSON_AddBoolToObject(r, "isError", is_error);
+	return r;
+}
+
+cJSON *box_mcp_call_result(const cJSON *result, const struct box_err *err)
+{
+	cJSON *e = result ? NULL : box_err_result(err), *r;
+	const cJSON *sc = result ? result : e;
+
+	r = sc ? box_mcp_tool_result(sc, !cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(sc, "ok")))
+	       : NULL;
+	cJSON_Delete(e);
 	return r;
 }
 

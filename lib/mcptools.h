@@ -98,6 +98,10 @@ int box_mcp_call_command(const struct box_mcp_config *c, const struct box_mcp_to
  */
 cJSON *box_mcp_call_result(const cJSON *result, const struct box_err *err);
 
+/* A CallToolResult of structured (borrowed; its "event" member left out) and its JSON text,
+ * with isError as given. New object, NULL on OOM. */
+cJSON *box_mcp_tool_result(const cJSON *structured, int is_error);
+
 /* Finds the executable name (box-run, box-sandbox) that box-mcp runs: next to box-mcp's own
  * executable, else BOX_BINDIR. Writes its path to out (n bytes); 0, or -1 with not_found. */
 int box_mcp_find_binary(const char *name, char *out, size_t n, struct box_err *err);

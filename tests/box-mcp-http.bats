@@ -3,6 +3,7 @@
 # token, Host and Origin (DNS rebinding), the methods and bounds of the transport.
 
 load helpers
+load mcp-helpers
 
 INIT='{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{}}}'
 
@@ -14,21 +15,11 @@ setup() {
 }
 
 teardown() {
-	[ -z "$PID" ] || { kill "$PID" 2>/dev/null; wait "$PID" 2>/dev/null || true; }
+	http_stop
 }
 
-# start [ARGS...]: box-mcp --http-port 0 ARGS in the background; URL is where it listens
 start() {
-	box-mcp --http-port 0 "$@" 2>"$T/err" &
-	PID=$!
-	local i
-	for i in $(seq 100); do
-		grep -q 'listening on' "$T/err" && break
-		sleep 0.05
-	done
-	URL=$(sed -n 's/^box-mcp: listening on //p' "$T/err")
-	[ -n "$URL" ] || { cat "$T/err" >&2; return 1; }
-	[[ $URL == http://127.0.0.1:*/mcp ]]
+	http_start "$@"
 }
 
 # post BODY [CURL-ARGS...]: $status is the HTTP status, $output the body, $T/headers the headers
@@ -100,8 +91,7 @@ session_of() {
 
 @test "DNS rebinding: a foreign Host or Origin is 403 before anything runs; loopback names pass" {
 	start
-	port=${URL#http://127.0.0.1:}
-	port=${port%/mcp}
+	port=$PORT
 	post "$INIT" -H 'Host: evil.example.com'
 	[ "$code" = 403 ]
 	post "$INIT" -H 'Origin: http://evil.example.com'

@@ -5,20 +5,12 @@
 # the suite skips and says why.
 
 load helpers
+load mcp-helpers
 
 setup_file() {
 	export MCP_NODE_DIR=$BOX_BUILDDIR/tests/mcp-node
-	if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
-		export MCP_SKIP="node and npm are not installed (Debian: nodejs npm)"
-		return 0
-	fi
-	if [ ! -f "$MCP_NODE_DIR/node_modules/@modelcontextprotocol/sdk/package.json" ]; then
-		mkdir -p "$MCP_NODE_DIR"
-		if ! (cd "$MCP_NODE_DIR" && npm install --no-audit --no-fund --no-save --silent \
-			"@modelcontextprotocol/sdk@1" >npm.log 2>&1); then
-			export MCP_SKIP="npm could not install @modelcontextprotocol/sdk: $(tail -1 "$MCP_NODE_DIR/npm.log")"
-		fi
-	fi
+	command -v node >/dev/null || { export MCP_SKIP="node is not installed (Debian: nodejs)"; return 0; }
+	npm_into "$MCP_NODE_DIR" "@modelcontextprotocol/sdk@1"
 }
 
 setup() {
