@@ -402,3 +402,21 @@ policy() {
 	assert_success
 	one_json_where '[.tools[].name] | length == 5'
 }
+
+@test "a flood of garbage and requests gets an answer each and box-mcp goes on" {
+	{
+		echo "$INIT"
+		for i in $(seq 1500); do
+			echo 'garbage {'
+			echo '[1,2,3]'
+			echo "{\"jsonrpc\":\"2.0\",\"id\":$i,\"method\":\"ping\"}"
+		done
+		echo "$(call '"last"' run_lua '{"script":"return 9"}')"
+	} >"$T/flood"
+	mcp 4502 <"$T/flood"
+	assert_success
+	where '[.[] | select(.error.code == -32700)] | length == 1500'
+	where '[.[] | select(.error.code == -32600)] | length == 1500'
+	where '[.[] | select(.result == {})] | length == 1500'
+	reply '"last"' '.result.structuredContent.result == 9'
+}
