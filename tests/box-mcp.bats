@@ -420,3 +420,26 @@ policy() {
 	where '[.[] | select(.result == {})] | length == 1500'
 	reply '"last"' '.result.structuredContent.result == 9'
 }
+
+@test "the operator's policy reaches every binary box-mcp runs, as BOX_POLICY with an absolute path" {
+	policy '{"box-mcp": {}}'
+	local nap=35.$RANDOM
+	(cd "$T" && mcp 1 --policy policy.json <<-EOF
+	$INIT
+	$(call 1 sandbox_exec "{\"command\":\"sleep $nap\"}")
+	#sleep 1.5
+	EOF
+	) &
+	local driver=$! pid="" i
+	for i in $(seq 60); do
+		pid=$(grep -las "BOX_MCP_TEST_MARK=$MARK" /proc/[0-9]*/environ |
+			while read -r f; do d=${f%/environ}; grep -qa box-sandbox "$d/cmdline" && echo "${d#/proc/}"; done | head -1)
+		[ -n "$pid" ] && break
+		sleep 0.05
+	done
+	[ -n "$pid" ]
+	tr '\0' '\n' <"/proc/$pid/environ" | grep -qx "BOX_POLICY=$T/policy.json"
+	tr '\0' '\n' <"/proc/$pid/cmdline" | grep -qx -- "--session"
+	wait "$driver"
+	nothing_left
+}
