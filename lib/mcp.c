@@ -561,21 +561,26 @@ static int modern_meta(struct box_mcp *m, const cJSON *id, const cJSON *params)
 	return 1;
 }
 
-static void cancelled(struct box_mcp *m, const cJSON *params)
+int box_mcp_cancel(struct box_mcp *m, const cJSON *id)
 {
-	const cJSON *rid = cJSON_GetObjectItemCaseSensitive(params, "requestId");
 	int i;
 
-	for (i = 0; rid && i < m->cfg->max_concurrent; i++) {
+	for (i = 0; id && i < m->cfg->max_concurrent; i++) {
 		struct box_mcp_call *c = &m->calls[i];
 
-		if (c->used && same_id(c->id, rid)) {
+		if (c->used && same_id(c->id, id)) {
 			/* basic/utilities/cancellation: stop the work, send nothing more for it */
 			box_mcp_child_kill(&c->ch);
 			call_free(c);
-			return;
+			return 1;
 		}
 	}
+	return 0;
+}
+
+static void cancelled(struct box_mcp *m, const cJSON *params)
+{
+	box_mcp_cancel(m, cJSON_GetObjectItemCaseSensitive(params, "requestId"));
 }
 
 static int valid_id(const cJSON *id)

@@ -66,6 +66,10 @@ size_t box_mcp_pollfds(const struct box_mcp *m, struct pollfd *p, size_t max);
  * notifications, and each finished call's answer. */
 void box_mcp_ready(struct box_mcp *m, const struct pollfd *p, size_t n);
 
+/* Kills the call in flight whose request id is id (nothing it started is left) and drops
+ * its answer, as notifications/cancelled does. 1 if there was one, else 0. */
+int box_mcp_cancel(struct box_mcp *m, const cJSON *id);
+
 /* Number of calls in flight. */
 int box_mcp_busy(const struct box_mcp *m);
 

@@ -21,11 +21,21 @@
 #define MCP_PATH "/mcp"
 #define SESSION_HEADER "Mcp-Session-Id"
 
+struct server;
+struct session;
+
 struct waiter {
 	cJSON *id;              /* the request's id; NULL for a message that is no request */
-	struct box_buf out;     /* the answer */
+	struct box_buf out;     /* the answer; with sse, every event of the stream */
 	int done;
 	struct waiter *next;
+	/* an answer streamed as text/event-stream (a call with a progressToken): */
+	int sse;
+	cJSON *token;           /* the progressToken (owned) */
+	size_t sent;            /* bytes of out sent */
+	struct server *sv;
+	struct session *s;
+	unsigned gen;           /* s->gen when the stream began */
 };
 
 struct session {
@@ -35,6 +45,7 @@ struct session {
 	struct waiter *waiters;              /* requests waiting for their answer */
 	struct waiter *current;              /* the message being handled */
 	struct timespec used_at;             /* the last request */
+	unsigned gen;                        /* counts the sessions this slot held */
 };
 
 struct server {
@@ -52,6 +63,19 @@ struct request {
 };
 
 /* ---------------------------------------------------------------- routing answers */
+
+/* One server-sent event carrying the message (its text ends with a newline). An event that
+ * does not fit the stream's cap is dropped. */
+static void sse_event(struct waiter *w, const char *msg, size_t n)
+{
+	struct box_err err;
+	size_t len = w->out.len;
+
+	box_err_init(&err);
+	if (box_buf_puts(&w->out, "event: message\ndata: ", &err) < 0 ||
+	    box_buf_append(&w->out, msg, n, &err) < 0 || box_buf_puts(&w->out, "\n", &err) < 0)
+		box_buf_truncate(&w->out, len);
+}
 
 /* Called with the lock held, from box_mcp_message or box_mcp_ready. Notifications are
  * dropped: every answer over HTTP is one JSON body. */
@@ -75,10 +99,22 @@ static int route(void *ctx, const char *msg, size_t n)
 		if (!w)
 			w = s->current;
 		if (w && !w->done) {
-			box_buf_truncate(&w->out, 0);
-			box_buf_append(&w->out, msg, n, &err);
+			if (w->sse)
+				sse_event(w, msg, n);
+			else if (box_buf_append(&w->out, msg, n, &err) < 0)
+				box_buf_truncate(&w->out, 0);
 			w->done = 1;
 		}
+	} else {
+		/* a progress notification goes on the stream of its request, if it has one */
+		const cJSON *token = cJSON_GetObjectItemCaseSensitive(
+			cJSON_GetObjectItemCaseSensitive(v, "params"), "progressToken");
+
+		for (w = s->waiters; w && token; w = w->next)
+			if (w->sse && !w->done && w->token && cJSON_Compare(w->token, token, 1)) {
+				sse_event(w, msg, n);
+				break;
+			}
 	}
 	cJSON_Delete(v);
 	return 0;
@@ -207,7 +243,9 @@ static struct session *open_session(struct server *sv, int stateless)
 		close_session(s);
 	}
 	box_err_init(&err);
+	i = (int)s->gen;
 	memset(s, 0, sizeof(*s));
+	s->gen = (unsigned)i + 1;
 	if (box_mcp_init(&s->m, sv->cfg, route, s, &err) < 0)
 		return NULL;
 	if (!stateless && box_mcp_session_new("", s->name, sizeof(s->name), &err) < 0) {
@@ -226,7 +264,7 @@ static void close_session(struct session *s)
 	s->used = 0;
 }
 
-/* ---------------------------------------------------------------- POST */
+/* ---------------------------------------------------------------- event streams */
 
 static void unlink_waiter(struct session *s, struct waiter *w)
 {
@@ -238,6 +276,118 @@ static void unlink_waiter(struct session *s, struct waiter *w)
 			break;
 		}
 }
+
+#define KEEPALIVE_MS 1000   /* an SSE comment this often: a client that left is found out */
+
+/* MHD's reader of an event stream: the events queued for w, as they come. It pumps the
+ * session's calls meanwhile (the connection has a thread of its own). */
+static ssize_t sse_read(void *cls, uint64_t pos, char *buf, size_t max)
+{
+	struct waiter *w = cls;
+	struct server *sv = w->sv;
+	ssize_t r;
+	int waited = 0;
+
+	(void)pos;
+	pthread_mutex_lock(&sv->lock);
+	for (;;) {
+		struct pollfd p[BOX_MCP_CONCURRENT_MAX];
+		size_t k;
+
+		if (w->sent < w->out.len) {
+			size_t n = w->out.len - w->sent < max ? w->out.len - w->sent : max;
+
+			memcpy(buf, w->out.data + w->sent, n);
+			w->sent += n;
+			r = (ssize_t)n;
+			break;
+		}
+		if (w->done) {
+			r = MHD_CONTENT_READER_END_OF_STREAM;
+			break;
+		}
+		if (sv->stopping || !w->s->used || w->s->gen != w->gen ||
+		    !(k = box_mcp_pollfds(&w->s->m, p, BOX_MCP_CONCURRENT_MAX))) {
+			r = MHD_CONTENT_READER_END_WITH_ERROR;
+			break;
+		}
+		if (waited >= KEEPALIVE_MS && max >= 3) {
+			memcpy(buf, ":\n\n", 3);
+			r = 3;
+			break;
+		}
+		pthread_mutex_unlock(&sv->lock);
+		poll(p, k, 100);
+		waited += 100;
+		pthread_mutex_lock(&sv->lock);
+		if (w->s->used && w->s->gen == w->gen)
+			box_mcp_ready(&w->s->m, p, k);
+	}
+	pthread_mutex_unlock(&sv->lock);
+	return r;
+}
+
+/* The stream is over: sent whole, or the client went away, which cancels the call
+ * (2026-07-28 basic/patterns/cancellation: a disconnect is the cancellation). */
+static void sse_free(void *cls)
+{
+	struct waiter *w = cls;
+	struct server *sv = w->sv;
+
+	pthread_mutex_lock(&sv->lock);
+	if (w->s->gen == w->gen) {
+		if (!w->done && w->s->used)
+			box_mcp_cancel(&w->s->m, w->id);
+		unlink_waiter(w->s, w);
+	}
+	pthread_mutex_unlock(&sv->lock);
+	cJSON_Delete(w->id);
+	cJSON_Delete(w->token);
+	box_buf_release(&w->out);
+	free(w);
+}
+
+/* Starts the call of msg (a tools/call with a progressToken) and answers with an event
+ * stream of its progress notifications and its response. With the lock held. */
+static enum MHD_Result stream(struct server *sv, struct session *s, struct MHD_Connection *c,
+			      const char *body, size_t n, const cJSON *id, const cJSON *token)
+{
+	struct waiter *w = calloc(1, sizeof(*w));
+	struct MHD_Response *r;
+	enum MHD_Result ret;
+
+	if (!w)
+		return MHD_NO;
+	w->sse = 1;
+	w->id = cJSON_Duplicate(id, 1);
+	w->token = cJSON_Duplicate(token, 1);
+	w->sv = sv;
+	w->s = s;
+	w->gen = s->gen;
+	box_buf_init(&w->out, sv->cfg->max_message_bytes + sv->cfg->max_output_bytes * 2);
+	s->current = w;
+	w->next = s->waiters;
+	s->waiters = w;
+	box_mcp_message(&s->m, body, n);
+	s->current = NULL;
+	r = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 16384, sse_read, w, sse_free);
+	if (!r) {
+		unlink_waiter(s, w);
+		box_mcp_cancel(&s->m, w->id);
+		cJSON_Delete(w->id);
+		cJSON_Delete(w->token);
+		box_buf_release(&w->out);
+		free(w);
+		return MHD_NO;
+	}
+	MHD_add_response_header(r, "Content-Type", "text/event-stream");
+	MHD_add_response_header(r, "Cache-Control", "no-cache");
+	ret = MHD_queue_response(c, MHD_HTTP_OK, r);
+	MHD_destroy_response(r);
+	return ret;
+}
+
+/* ---------------------------------------------------------------- POST */
 
 /* Handles one message for session s, with the lock held; waits (unlocking while it polls)
  * for the answer of a request. Returns 1 and the answer in w->out, or 0 for a message that
@@ -269,6 +419,8 @@ static int exchange(struct server *sv, struct session *s, const char *body, size
 static enum MHD_Result post(struct server *sv, struct MHD_Connection *c, struct request *rq)
 {
 	const char *name = MHD_lookup_connection_value(c, MHD_HEADER_KIND, SESSION_HEADER);
+	const char *accept = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Accept");
+	const cJSON *token;
 	struct box_err err;
 	struct waiter w;
 	struct session *s;
@@ -285,6 +437,7 @@ static enum MHD_Result post(struct server *sv, struct MHD_Connection *c, struct 
 	method = cJSON_GetObjectItemCaseSensitive(msg, "method");
 	params = cJSON_GetObjectItemCaseSensitive(msg, "params");
 	meta = cJSON_GetObjectItemCaseSensitive(params, "_meta");
+	token = cJSON_GetObjectItemCaseSensitive(meta, "progressToken");
 	is_request = !msg || !cJSON_IsObject(msg) || (cJSON_GetObjectItemCaseSensitive(msg, "id") &&
 						     method);
 	initialize = cJSON_IsString(method) && strcmp(method->valuestring, "initialize") == 0;
@@ -324,6 +477,17 @@ static enum MHD_Result post(struct server *sv, struct MHD_Connection *c, struct 
 		return fail(c, MHD_HTTP_INTERNAL_SERVER_ERROR, BOX_RPC_INTERNAL, "out of memory");
 	}
 	clock_gettime(CLOCK_MONOTONIC, &s->used_at);
+	if (is_request && msg && cJSON_IsString(method) &&
+	    strcmp(method->valuestring, "tools/call") == 0 &&
+	    (cJSON_IsString(token) || cJSON_IsNumber(token)) && accept &&
+	    strstr(accept, "text/event-stream")) {
+		ret = stream(sv, s, c, rq->body.data, rq->body.len,
+			     cJSON_GetObjectItemCaseSensitive(msg, "id"), token);
+		pthread_mutex_unlock(&sv->lock);
+		box_buf_release(&w.out);
+		cJSON_Delete(msg);
+		return ret;
+	}
 	answered = exchange(sv, s, rq->body.data ? rq->body.data : "", rq->body.len, &w, is_request);
 	if (initialize && !name && s != &sv->sessions[0] && !s->m.initialized) {
 		/* a refused initialize opens nothing */

@@ -26,11 +26,13 @@ struct box_mcp_http_opts {
  *     without it, 404 for an unknown one); DELETE with it ends the session; a request with
  *     2026-07-28 _meta needs no session (one shared connection serves them); when
  *     BOX_MCP_HTTP_SESSIONS_MAX sessions are open, a new one ends the one idle longest;
+ *   - a tools/call with a progressToken, from a client whose Accept names
+ *     text/event-stream, is answered with an event stream: its progress notifications,
+ *     then its response; a client that leaves the stream early cancels the call;
  *   - GET is 405 (no stream of server messages); other paths 404;
  *   - Host must be 127.0.0.1, localhost or [::1] (with the port), and Origin, when sent,
  *     http://one of them: else 403, before anything is read;
  *   - with a token, a request without "Authorization: Bearer TOKEN" is 401.
- * Progress notifications are not sent over HTTP (every answer is one JSON body).
  * Returns 0 when a signal ended it, -1 with err when it could not listen (io_error).
  */
 int box_mcp_serve_http(struct box_mcp_config *cfg, const struct box_mcp_http_opts *o,

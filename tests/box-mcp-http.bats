@@ -151,3 +151,40 @@ session_of() {
 	PID=
 	[ ! -e "$BOX_STATE_DIR/sandboxes/$sb" ]
 }
+
+@test "a call with a progressToken is answered as an event stream: its progress, then its response" {
+	start
+	post "$INIT"
+	S=$(session_of)
+	run curl -s -N -D "$T/headers" -X POST "$URL" -H "Mcp-Session-Id: $S" \
+		-H 'Accept: application/json, text/event-stream' \
+		--data-binary '{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"sandbox_exec","arguments":{"command":"echo one; sleep 0.3; echo two"},"_meta":{"progressToken":"p"}}}'
+	assert_success
+	grep -qi '^Content-Type: text/event-stream' "$T/headers"
+	events=$(sed -n 's/^data: //p' <<<"$output")
+	jq -s -e 'length == 3 and .[0].method == "notifications/progress" and .[0].params.message == "stdout: one\n" and .[1].params.progress > .[0].params.progress and .[2].id == 2 and .[2].result.structuredContent.stdout == "one\ntwo\n"' <<<"$events"
+	# without the token, or without text/event-stream in Accept, one JSON body
+	run curl -s -X POST "$URL" -H "Mcp-Session-Id: $S" -H 'Accept: application/json' \
+		--data-binary '{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"sandbox_exec","arguments":{"command":"echo x"},"_meta":{"progressToken":"q"}}}'
+	jqe '.id == 3 and .result.structuredContent.stdout == "x\n"'
+}
+
+@test "a client that leaves an event stream cancels its call: the command is killed" {
+	local nap=37.$RANDOM
+	start
+	post "$INIT"
+	S=$(session_of)
+	run curl -s -N --max-time 1 -X POST "$URL" -H "Mcp-Session-Id: $S" \
+		-H 'Accept: application/json, text/event-stream' \
+		--data-binary "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/call\",\"params\":{\"name\":\"sandbox_exec\",\"arguments\":{\"command\":\"sleep $nap\"},\"_meta\":{\"progressToken\":1}}}"
+	pgrep -f "sleep $nap" >/dev/null
+	local i
+	for i in $(seq 50); do
+		pgrep -f "sleep $nap" >/dev/null || break
+		sleep 0.1
+	done
+	run pgrep -f "sleep $nap"
+	assert_failure
+	post '{"jsonrpc":"2.0","id":3,"method":"ping"}' -H "Mcp-Session-Id: $S"
+	[ "$code" = 200 ]
+}
