@@ -1,6 +1,7 @@
 /* box-run: run a Lua 5.4 script in a locked-down VM and print one JSON result. */
 #include <fcntl.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -56,6 +57,15 @@ static int positional(cJSON *req, int argc, char **argv, int i, struct box_err *
 
 	if (i >= argc)
 		return 0;
+	/* SCRIPT on the command line is the operator's: an agent's script does not replace it
+	 * (nor turn it into an argument) */
+	if (box_cli_agent() && !box_cli_trust()->trust_request &&
+	    cJSON_GetObjectItemCaseSensitive(box_cli_agent(), "script")) {
+		box_err_set(err, BOX_E_POLICY, "script: the command line gives the SCRIPT (%.64s), "
+			    "not the request", argv[i]);
+		box_err_path(err, "$.script");
+		return -1;
+	}
 	if (!cJSON_GetObjectItemCaseSensitive(req, "script")) {
 		struct box_buf b = BOX_BUF_INIT(BOX_MAX_REQUEST_BYTES);
 		int r = strcmp(argv[i], "-") == 0 ? box_buf_read_fd(&b, 0, err) :
@@ -109,8 +119,11 @@ int main(int argc, char **argv)
 		return status;
 	box_err_init(&err);
 	if (describe) {
-		res = box_run_describe(req, cli.name, cli.description, box_run_request_schema,
-				       box_run_result_schema, &err);
+		char *schema = box_cli_agent_schema_text(&cli, req, &err);
+
+		res = schema ? box_run_describe(req, cli.name, cli.description, schema,
+						box_run_result_schema, &err) : NULL;
+		free(schema);
 		cJSON_Delete(req);
 		if (!res)
 			return box_cli_fail(&cli, &err);

@@ -1,5 +1,6 @@
 /* box-sandbox: one long-lived Linux sandbox per session. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -84,6 +85,7 @@ static int describe(cJSON *req, int rest, int argc, char **argv)
 {
 	struct box_err err;
 	cJSON *res = NULL;
+	char *schema = NULL;
 	int status;
 
 	box_err_init(&err);
@@ -93,10 +95,10 @@ static int describe(cJSON *req, int rest, int argc, char **argv)
 	if (rest < argc)
 		box_err_set(&err, BOX_E_USAGE, "--describe describes create: unexpected argument "
 			    "'%.64s'", argv[rest]);
-	else
-		res = box_sandbox_describe(req, cli.name, cli.description,
-					   box_sandbox_request_schema, box_sandbox_result_schema,
-					   &err);
+	else if ((schema = box_cli_agent_schema_text(&cli, req, &err)))
+		res = box_sandbox_describe(req, cli.name, cli.description, schema,
+					   box_sandbox_result_schema, &err);
+	free(schema);
 	cJSON_Delete(req);
 	if (!res)
 		return box_cli_fail(&cli, &err);
@@ -107,22 +109,27 @@ static int describe(cJSON *req, int rest, int argc, char **argv)
 
 int main(int argc, char **argv)
 {
-	struct box_sandbox_io io = { on_output, NULL };
+	struct box_sandbox_io io = { on_output, NULL, 0 };
 	struct box_err err;
 	cJSON *req, *res;
 	int rest, status, want_describe = describe_with_tools(&argc, argv);
-	const char *op;
+	const char *op, *bound;
 
 	if (!box_cli_start(&cli, argc, argv, &req, &rest, &status))
 		return status;
 	if (want_describe)
 		return describe(req, rest, argc, argv);
 	box_err_init(&err);
+	/* the command line's session (a flag or the SESSION argument) binds an agent's request */
+	bound = box_json_get_str(box_cli_flags(), "session",
+				 box_json_get_str(box_cli_trust()->set, "session", NULL));
 	if (rest < argc)
 		set_str(req, "op", argv[rest++]);
 	op = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(req, "op"));
-	if (op && strcmp(op, "list") != 0 && rest < argc)
+	if (op && strcmp(op, "list") != 0 && rest < argc) {
+		bound = argv[rest];
 		set_str(req, "session", argv[rest++]);
+	}
 	if (op && (strcmp(op, "read") == 0 || strcmp(op, "write") == 0 ||
 		   strcmp(op, "ls") == 0) && rest < argc)
 		set_str(req, "path", argv[rest++]);
@@ -160,7 +167,15 @@ int main(int argc, char **argv)
 		set_str(req, "content", in.data);
 		box_buf_release(&in);
 	}
+	if (box_trust_sessions_check(box_cli_trust(), box_cli_agent(), op, bound, &err) < 0) {
+		cJSON_Delete(req);
+		return box_cli_fail(&cli, &err);
+	}
+	io.no_create = box_cli_agent() && !box_trust_may_create(box_cli_trust());
 	res = box_sandbox(req, &io, &err);
+	if (res && box_cli_agent() && op && strcmp(op, "list") == 0)
+		box_trust_filter_sessions(box_cli_trust(), bound,
+					  cJSON_GetObjectItemCaseSensitive(res, "sessions"));
 	if (res && cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(req, "events")))
 		cJSON_AddStringToObject(res, "event", "result");
 	cJSON_Delete(req);

@@ -29,7 +29,8 @@ static const char usage[] =
 	"Calls a tool that the host granted to this sandbox (box-sandbox create --tools) and\n"
 	"prints its result as one JSON object. Flags come from the tool's input schema\n"
 	"(box-tool NAME --help lists them). Exit status: 0 success, 1 the tool failed,\n"
-	"2 bad arguments, 3 a limit or timeout, 4 a tool not granted, 8 no tool socket.\n"
+	"2 bad arguments, 3 a limit or timeout, 4 a tool not granted, 5 its store entry\n"
+	"changed on the host, 8 no tool socket.\n"
 	"The socket is $BOX_TOOL_SOCKET, default " BOX_TOOLSRV_GUEST_PATH ".\n";
 
 static int emit(cJSON *obj)
@@ -136,6 +137,12 @@ int main(int argc, char **argv)
 			box_err_set(&err, BOX_E_USAGE, "list takes no arguments");
 			return fail(&err);
 		}
+		status = emit(list) < 0 ? 8 : reply_status(list);
+		cJSON_Delete(list);
+		return status;
+	}
+	if (!cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(list, "ok"))) {
+		/* the host has no tools to offer, and says why (a store entry that changed) */
 		status = emit(list) < 0 ? 8 : reply_status(list);
 		cJSON_Delete(list);
 		return status;

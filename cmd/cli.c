@@ -13,6 +13,10 @@
 
 /* --format of --describe (box_cli_take_format); NULL: box's own form */
 static const char *describe_format;
+/* What one parse of this process found: the policy in force and the agent's request as it
+ * came on stdin. One parse per process, so they are kept here for the driver to ask. */
+static struct box_trust cli_trust;
+static cJSON *cli_agent, *cli_flags;
 
 static const struct box_field *find_flag(const struct box_field *fields, const char *flag,
 					 int *negated)
@@ -152,20 +156,48 @@ static void print_help(const struct box_cli *cli)
 		else
 			printf("  %s %s\n        %s\n", flag, f->argname ? f->argname : "VALUE", f->help);
 	}
-	printf("  --json\n        read the request object from standard input\n"
-	       "  --describe [--format box|mcp|openai|anthropic]\n"
-	       "        print the tool definition (name, description, schemas), in the form\n"
-	       "        the named framework loads\n"
+	printf("  --json\n        read the request object from standard input (the agent's: it may "
+	       "set only what the policy grants)\n"
+	       "  --policy FILE\n        the operator's policy: what a --json request may set, and "
+	       "the caps (default $BOX_POLICY)\n"
+	       "  --trust-request\n        let the --json request set every member, as a flag "
+	       "could (never for an agent)\n"
+	       "  --describe [--format box|mcp|openai|anthropic]\n        print the tool definition "
+	       "(name, description, schemas) of what the policy lets a request set, in the form "
+	       "the named framework loads\n"
 	       "  --help, --version\n\n"
 	       "The result is one JSON object on standard output; see %s(1) and box(7).\n", cli->name);
 }
 
-static int describe(const struct box_cli *cli, struct box_err *err)
+cJSON *box_cli_agent_schema(const struct box_cli *cli, const cJSON *flags, struct box_err *err)
+{
+	cJSON *full = box_json_parse(cli->request_schema, strlen(cli->request_schema), err), *s;
+
+	if (!full)
+		return NULL;
+	s = box_trust_schema(&cli_trust, full, flags, err);
+	cJSON_Delete(full);
+	return s;
+}
+
+char *box_cli_agent_schema_text(const struct box_cli *cli, const cJSON *flags,
+				struct box_err *err)
+{
+	cJSON *s = box_cli_agent_schema(cli, flags, err);
+	char *text = s ? cJSON_PrintUnformatted(s) : NULL;
+
+	if (s && !text)
+		box_err_set(err, BOX_E_INTERNAL, "out of memory");
+	cJSON_Delete(s);
+	return text;
+}
+
+static int describe(const struct box_cli *cli, const cJSON *flags, struct box_err *err)
 {
 	cJSON *o = cJSON_CreateObject(), *in, *out;
 	int r;
 
-	in = box_json_parse(cli->request_schema, strlen(cli->request_schema), err);
+	in = box_cli_agent_schema(cli, flags, err);
 	out = box_json_parse(cli->result_schema, strlen(cli->result_schema), err);
 	if (!o || !in || !out) {
 		cJSON_Delete(o);
@@ -233,23 +265,6 @@ int box_cli_emit_tool(const struct box_cli *cli, const cJSON *tooldef)
 	return status;
 }
 
-/* Members that only the operator's command line may set are refused in a request. */
-static int flag_only_member(const cJSON *req, const struct box_field *fields, struct box_err *err)
-{
-	for (; fields->name; fields++) {
-		char path[BOX_ERR_FIELD_MAX];
-
-		if (!fields->flag_only || !cJSON_GetObjectItemCaseSensitive(req, fields->name))
-			continue;
-		snprintf(path, sizeof(path), "$.%s", fields->name);
-		box_err_set(err, BOX_E_INVALID, "%s: set by the command line only, not by a request",
-			    fields->name);
-		box_err_path(err, path);
-		return -1;
-	}
-	return 0;
-}
-
 static int read_request(cJSON **req, struct box_err *err)
 {
 	struct box_buf b = BOX_BUF_INIT(BOX_MAX_REQUEST_BYTES);
@@ -275,7 +290,8 @@ int box_cli_parse(const struct box_cli *cli, int argc, char **argv, cJSON **req,
 		  enum box_cli_next *next, int *status, struct box_err *err)
 {
 	cJSON *flags = cJSON_CreateObject(), *m;
-	int i, json = 0, npos = 0;
+	int i, json = 0, npos = 0, want_describe = 0, trust_request = 0;
+	const char *policy = NULL;
 	char **pos = cli->permute ? calloc((size_t)argc + 1, sizeof(*pos)) : NULL;
 
 	*req = NULL;
@@ -315,13 +331,30 @@ int box_cli_parse(const struct box_cli *cli, int argc, char **argv, cJSON **req,
 			goto done;
 		}
 		if (strcmp(a, "--describe") == 0) {
-			*next = BOX_CLI_DONE;
-			if (describe(cli, err) < 0)
-				goto fail;
-			goto done;
+			want_describe = 1;
+			continue;
 		}
 		if (strcmp(a, "--json") == 0) {
 			json = 1;
+			continue;
+		}
+		if (strcmp(a, "--trust-request") == 0) {
+			trust_request = 1;
+			continue;
+		}
+		if (strcmp(a, "--policy") == 0 || strncmp(a, "--policy=", 9) == 0) {
+			if (a[8] == '=') {
+				policy = a + 9;
+			} else if (i + 1 < argc) {
+				policy = argv[++i];
+			} else {
+				usage_err(err, NULL, "option '--policy' needs a value");
+				goto fail;
+			}
+			if (!policy[0]) {
+				usage_err(err, NULL, "option '--policy' needs a file");
+				goto fail;
+			}
 			continue;
 		}
 		if (a[1] != '-') {
@@ -370,6 +403,14 @@ int box_cli_parse(const struct box_cli *cli, int argc, char **argv, cJSON **req,
 		pos = NULL;
 	}
 	*rest = i;
+	if (box_trust_load(&cli_trust, cli->name, cli->fields, policy, trust_request, err) < 0)
+		goto fail;
+	if (want_describe) {
+		*next = BOX_CLI_DONE;
+		if (describe(cli, flags, err) < 0)
+			goto fail;
+		goto done;
+	}
 	if (json) {
 		if (read_request(req, err) < 0)
 			goto fail;
@@ -387,8 +428,20 @@ int box_cli_parse(const struct box_cli *cli, int argc, char **argv, cJSON **req,
 	}
 	if (box_json_check(*req, cli->fields, err) < 0)
 		goto fail;
-	if (json && flag_only_member(*req, cli->fields, err) < 0)
+	/* the request is the agent's: it may set only what the policy grants, within the caps;
+	 * then come the operator's values, the policy's and the flags */
+	if (json && box_trust_check(&cli_trust, *req, flags, err) < 0)
 		goto fail;
+	if (json && !(cli_agent = cJSON_Duplicate(*req, 1))) {
+		box_err_set(err, BOX_E_INTERNAL, "out of memory");
+		goto fail;
+	}
+	if (box_trust_apply(&cli_trust, *req, err) < 0)
+		goto fail;
+	if (!(cli_flags = cJSON_Duplicate(flags, 1))) {
+		box_err_set(err, BOX_E_INTERNAL, "out of memory");
+		goto fail;
+	}
 	while ((m = flags->child)) {
 		cJSON_DetachItemViaPointer(flags, m);
 		cJSON_DeleteItemFromObjectCaseSensitive(*req, m->string);
@@ -415,6 +468,21 @@ fail:
 	cJSON_Delete(*req);
 	*req = NULL;
 	return -1;
+}
+
+const struct box_trust *box_cli_trust(void)
+{
+	return &cli_trust;
+}
+
+const cJSON *box_cli_agent(void)
+{
+	return cli_agent;
+}
+
+const cJSON *box_cli_flags(void)
+{
+	return cli_flags;
 }
 
 int box_cli_start(const struct box_cli *cli, int argc, char **argv, cJSON **req, int *rest,

@@ -7,6 +7,7 @@
 #include <cjson/cJSON.h>
 #include "err.h"
 #include "json.h"
+#include "trust.h"
 
 #define BOX_MAX_REQUEST_BYTES (16 * 1024 * 1024)
 
@@ -43,6 +44,23 @@ int box_cli_parse(const struct box_cli *cli, int argc, char **argv, cJSON **req,
  * printed, or the failure was reported. */
 int box_cli_start(const struct box_cli *cli, int argc, char **argv, cJSON **req, int *rest,
 		  int *status);
+
+/* The policy in force after box_cli_parse (borrowed; the built-in one before). */
+const struct box_trust *box_cli_trust(void);
+
+/* The --json request as the agent sent it, before the operator's values were laid over it;
+ * NULL without --json. Borrowed. */
+const cJSON *box_cli_agent(void);
+
+/* The members the command line's flags set (the operator's), after box_cli_parse. */
+const cJSON *box_cli_flags(void);
+
+/* The request schema of what the policy lets the agent set, caps as maximums (flags: the
+ * operator's flags, for max_* caps; may be NULL). A new object (or text: free() it), or NULL
+ * with err. */
+cJSON *box_cli_agent_schema(const struct box_cli *cli, const cJSON *flags, struct box_err *err);
+char *box_cli_agent_schema_text(const struct box_cli *cli, const cJSON *flags,
+				struct box_err *err);
 
 /* With --describe in argv (before "--"), takes "--format F" / "--format=F" out of argv: the
  * form --describe prints in (box_describe_format). box_cli_start calls it; a driver that

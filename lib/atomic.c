@@ -53,7 +53,7 @@ static int fsync_dir(int dirfd, struct box_err *err)
 }
 
 static int replace(int dirfd, const char *name, const void *data, size_t len, mode_t mode,
-		   int sync, struct box_err *err)
+		   int sync, int *keep, struct box_err *err)
 {
 	char tmp[64];
 	int fd;
@@ -72,6 +72,19 @@ static int replace(int dirfd, const char *name, const void *data, size_t len, mo
 	if (sync && fsync(fd) < 0) {
 		box_err_sys(err, "fsync %s", tmp);
 		goto fail;
+	}
+	if (keep) {
+		/* the caller writes on at the end, whoever else appends to the name */
+		if (fcntl(fd, F_SETFL, O_APPEND) < 0) {
+			box_err_sys(err, "fcntl %s", tmp);
+			goto fail;
+		}
+		if (renameat(dirfd, tmp, dirfd, name) < 0) {
+			box_err_sys(err, "rename %s to %s", tmp, name);
+			goto fail;
+		}
+		*keep = fd;
+		return 0;
 	}
 	if (close(fd) < 0) {
 		fd = -1;
@@ -95,13 +108,19 @@ fail:
 int box_atomic_write(int dirfd, const char *name, const void *data, size_t len, mode_t mode,
 		     struct box_err *err)
 {
-	return replace(dirfd, name, data, len, mode, 1, err);
+	return replace(dirfd, name, data, len, mode, 1, NULL, err);
 }
 
 int box_atomic_replace(int dirfd, const char *name, const void *data, size_t len, mode_t mode,
 		       struct box_err *err)
 {
-	return replace(dirfd, name, data, len, mode, 0, err);
+	return replace(dirfd, name, data, len, mode, 0, NULL, err);
+}
+
+int box_atomic_replace_open(int dirfd, const char *name, const void *data, size_t len,
+			    mode_t mode, int *fd, struct box_err *err)
+{
+	return replace(dirfd, name, data, len, mode, 0, fd, err);
 }
 
 static int64_t now_ms(void)

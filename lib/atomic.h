@@ -26,6 +26,12 @@ int box_atomic_write(int dirfd, const char *name, const void *data, size_t len, 
 int box_atomic_replace(int dirfd, const char *name, const void *data, size_t len, mode_t mode,
 		       struct box_err *err);
 
+/* box_atomic_replace that keeps the new file open: on success *fd is a descriptor of the file
+ * now at name, open for writing with O_APPEND, which the caller closes. It is the inode this
+ * call created, whatever is renamed over name afterwards. */
+int box_atomic_replace_open(int dirfd, const char *name, const void *data, size_t len,
+			    mode_t mode, int *fd, struct box_err *err);
+
 /*
  * Takes an flock on fd (exclusive or shared), retrying LOCK_NB with short sleeps for up to
  * timeout_ms milliseconds (0: one try; negative: wait without limit).

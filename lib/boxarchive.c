@@ -103,6 +103,7 @@ struct node {
 	int64_t size;
 	dev_t dev;
 	ino_t ino;
+	struct timespec mtim, ctim;   /* for box_archive_tree_digest_ex's hooks */
 };
 
 struct walk {
@@ -207,6 +208,8 @@ static int walk_push(struct walk *w, int fd, const char *prefix, size_t plen, co
 	nd->size = S_ISDIR(sb->st_mode) ? 0 : (int64_t)sb->st_size;
 	nd->dev = sb->st_dev;
 	nd->ino = sb->st_ino;
+	nd->mtim = sb->st_mtim;
+	nd->ctim = sb->st_ctim;
 	w->n++;
 	if (w->packing) {
 		if (check_pack_name(w, nd->path, name) < 0)
@@ -1192,7 +1195,25 @@ static int digest_link(int rootfd, const struct node *nd, char hex[BOX_SHA256_HE
 	return ret;
 }
 
+/* What the hooks of box_archive_tree_digest_ex see of an entry: the stat the walk took. */
+static void node_stat(const struct node *nd, struct stat *st)
+{
+	memset(st, 0, sizeof(*st));
+	st->st_mode = nd->mode;
+	st->st_size = (off_t)nd->size;
+	st->st_dev = nd->dev;
+	st->st_ino = nd->ino;
+	st->st_mtim = nd->mtim;
+	st->st_ctim = nd->ctim;
+}
+
 int box_archive_tree_digest(int dirfd, char hex[BOX_ARCHIVE_DIGEST_LEN + 1], struct box_err *err)
+{
+	return box_archive_tree_digest_ex(dirfd, NULL, hex, err);
+}
+
+int box_archive_tree_digest_ex(int dirfd, const struct box_archive_digest_hooks *hooks,
+			       char hex[BOX_ARCHIVE_DIGEST_LEN + 1], struct box_err *err)
 {
 	static const char magic[] = "box-tree-v1\n";
 	struct walk w = { .err = err };
@@ -1214,22 +1235,28 @@ int box_archive_tree_digest(int dirfd, char hex[BOX_ARCHIVE_DIGEST_LEN + 1], str
 		const struct node *nd = &w.v[i];
 		const char *type = "o";
 		unsigned int mode = 0;
-		int n;
+		struct stat st;
+		int n, reuse = 0;
 
 		snprintf(content, sizeof(content), "-");
+		node_stat(nd, &st);
+		if (hooks && hooks->reuse && (S_ISREG(nd->mode) || S_ISLNK(nd->mode)))
+			reuse = hooks->reuse(hooks->ctx, nd->path, &st, content) == 1;
 		if (S_ISREG(nd->mode)) {
 			type = "f";
 			mode = norm_mode(nd->mode);
-			if (digest_content(dirfd, nd, content, buf, err) < 0)
+			if (!reuse && digest_content(dirfd, nd, content, buf, err) < 0)
 				goto out;
 		} else if (S_ISDIR(nd->mode)) {
 			type = "d";
 			mode = 0755;
 		} else if (S_ISLNK(nd->mode)) {
 			type = "l";
-			if (digest_link(dirfd, nd, content, buf, err) < 0)
+			if (!reuse && digest_link(dirfd, nd, content, buf, err) < 0)
 				goto out;
 		}
+		if (hooks && hooks->seen && hooks->seen(hooks->ctx, nd->path, &st, content, err) < 0)
+			goto out;
 		n = snprintf(line, sizeof(line), "%s %04o %" PRId64 " %s\n", type, mode,
 			     nd->size, content);
 		if (box_sha256_update(&h, nd->path, strlen(nd->path) + 1, err) < 0 ||

@@ -7,6 +7,7 @@
 #define BOX_ARCHIVE_H
 
 #include <stdint.h>
+#include <sys/stat.h>
 #include "err.h"
 
 /* Default caps, shared by packing, extraction and the tree digest. */
@@ -167,5 +168,28 @@ int box_archive_remove_tree(int dirfd, const char *name, struct box_err *err);
  * tree cannot be read or a file changes while it is read, internal for memory.
  */
 int box_archive_tree_digest(int dirfd, char hex[BOX_ARCHIVE_DIGEST_LEN + 1], struct box_err *err);
+
+/*
+ * Hooks into box_archive_tree_digest_ex, for a cache of content digests (lib/rehash.c). path
+ * is relative as in the listing; st holds only st_mode, st_size (0 for a directory), st_dev,
+ * st_ino, st_mtim and st_ctim, as the walk took them with fstatat(AT_SYMLINK_NOFOLLOW).
+ *   reuse  (may be NULL) called for a regular file or a symlink before its content is read:
+ *          returns 1 after writing into content the hex SHA-256 the caller vouches for (of
+ *          the file's bytes, of the link's target text), so that it is not read; 0 to read it
+ *   seen   (may be NULL) called for every entry, in listing order, with its content digest
+ *          (hex, or "-" for directories and other types); returns 0, or -1 with err set to
+ *          stop the digest
+ */
+struct box_archive_digest_hooks {
+	int (*reuse)(void *ctx, const char *path, const struct stat *st, char content[65]);
+	int (*seen)(void *ctx, const char *path, const struct stat *st, const char *content,
+		    struct box_err *err);
+	void *ctx;
+};
+
+/* box_archive_tree_digest() with hooks (NULL: none; box_archive_tree_digest() is that). The
+ * digest is the same whatever the hooks do, provided reuse only vouches for true digests. */
+int box_archive_tree_digest_ex(int dirfd, const struct box_archive_digest_hooks *hooks,
+			       char hex[BOX_ARCHIVE_DIGEST_LEN + 1], struct box_err *err);
 
 #endif

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "run.h"
+#include "libexec.h"
 #include "buf.h"
 #include "ipc.h"
 #include "jail.h"
@@ -142,6 +143,16 @@ static void child(struct run *r, int sock)
 	if (box_jail_vm(&lim, &err) < 0)
 		_exit(126);
 	box_vm_run(&c);
+	/* the answer is sent: this process ends when the broker is done with it (it closes the
+	 * socket, kills it, or exits: PDEATHSIG), so that tearing it down never delays the
+	 * answer */
+	for (;;) {
+		char byte;
+		ssize_t got = read(3, &byte, 1);
+
+		if (got == 0 || (got < 0 && errno != EINTR))
+			break;
+	}
 	_exit(0);
 }
 
@@ -149,19 +160,13 @@ static void child(struct run *r, int sock)
 
 static int http_start(struct run *r, struct box_err *err)
 {
-	const char *dir = getenv("BOX_LIBEXEC_DIR");
 	char path[PATH_MAX], maxbody[32];
 	const char **argv;
 	const cJSON *rule;
 	int in[2], out[2], n = 0;
 
-	if (!dir || !*dir)
-		dir = BOX_PKGLIBEXECDIR;
-	if ((size_t)snprintf(path, sizeof(path), "%s/box-http", dir) >= sizeof(path))
-		return box_err_set(err, BOX_E_INTERNAL, "helper path too long");
-	if (access(path, X_OK) < 0)
-		return box_err_sys(err, "the http helper %s cannot be run (set BOX_LIBEXEC_DIR or reinstall box)",
-				   path);
+	if (box_libexec_find("box-http", path, sizeof(path), err) < 0)
+		return -1;
 	argv = calloc((size_t)cJSON_GetArraySize(r->allow) * 2 + 6, sizeof(*argv));
 	if (!argv)
 		return box_err_set(err, BOX_E_INTERNAL, "out of memory");
@@ -489,6 +494,12 @@ static int tool_host_call(struct run *r, const struct box_ipc_field *f, int n, s
 		out = box_tool_call(t, input, &o, &e);
 	}
 	cJSON_Delete(input);
+	if (!out && e.code == BOX_E_INTEGRITY) {
+		/* the store changed under the run: no script may go on with its tools */
+		trace_tool(r, t->name, start, &e);
+		*err = e;
+		return -1;
+	}
 	if (!out && e.code == BOX_E_TIMEOUT && capped) {
 		/* the tool had the rest of the script's time and used it up: the run timed out */
 		trace_tool(r, t->name, start, &e);
@@ -622,7 +633,8 @@ static void emit_print(struct run *r, const struct box_buf *payload)
 	ev = cJSON_CreateObject();
 	if (ev) {
 		cJSON_AddStringToObject(ev, "event", "stdout");
-		cJSON_AddStringToObject(ev, "data", clean.data ? clean.data : "");
+		cJSON_AddItemToObject(ev, "data", box_json_string_n(clean.data ? clean.data : "",
+								      clean.len));
 		r->hooks->on_event(r->hooks->ctx, ev);
 	}
 	cJSON_Delete(ev);
@@ -680,7 +692,8 @@ static int serve(struct run *r, struct box_err *err)
 		}
 	}
 	box_buf_release(&payload);
-	box_err_init(err);
+	if (rc == 0)
+		box_err_init(err);
 	return rc;
 }
 
@@ -797,7 +810,8 @@ static cJSON *build_result(struct run *r, int status, const struct rusage *ru, i
 	}
 	cJSON_AddBoolToObject(res, "ok", !failed);
 	cJSON_AddBoolToObject(res, "success", !failed);
-	cJSON_AddStringToObject(res, "stdout", out.data ? out.data : "");
+	/* printed NUL bytes stay: a cJSON string would end at the first one */
+	cJSON_AddItemToObject(res, "stdout", box_json_string_n(out.data ? out.data : "", out.len));
 	if (val)
 		cJSON_AddItemToObject(res, "result", val);
 	cJSON_AddBoolToObject(res, "truncated", r->shm->truncated != 0);
@@ -860,6 +874,13 @@ static int read_opts(struct run *r, const cJSON *req, struct box_err *err)
 		r->allow = NULL;
 	if (r->allow && check_rules(r->allow, err) < 0)
 		return -1;
+	/* the http helper is looked for before the script runs, not at its first call */
+	if (r->allow) {
+		char helper[PATH_MAX];
+
+		if (box_libexec_find("box-http", helper, sizeof(helper), err) < 0)
+			return -1;
+	}
 	r->timeout_ms = box_json_get_int(req, "timeout_ms", 30000);
 	if (r->timeout_ms > cap)
 		r->timeout_ms = cap;
@@ -944,14 +965,15 @@ cJSON *box_run(const cJSON *req, const struct box_run_hooks *hooks, struct box_e
 		http_stop(&r);
 		goto out_shm;
 	}
-	/* done, timed out or dead: in every case nothing of the child may outlive the run */
-	kill(r.pid, SIGKILL);
 	if (r.got_final && !r.timed_out) {
-		/* the answer is complete: hand it over first, then wait for the teardown */
+		/* the answer is complete: hand it over first (a caller that exits there leaves the
+		 * child to PDEATHSIG), then end the child and wait for its teardown */
 		res = build_result(&r, 0, NULL, box_now_ms() - r.start, err);
 		if (res && hooks && hooks->on_result)
 			hooks->on_result(hooks->ctx, res);
 	}
+	/* done, timed out or dead: in every case nothing of the child may outlive the run */
+	kill(r.pid, SIGKILL);
 	while (wait4(r.pid, &status, 0, &ru) < 0 && errno == EINTR)
 		;
 	close(r.sock);

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "sandbox.h"
+#include "libexec.h"
 #include "atomic.h"
 #include "base64.h"
 #include "buf.h"
@@ -103,7 +104,7 @@ static const char *libexec_dir(void)
 {
 	const char *d = getenv("BOX_LIBEXEC_DIR");
 
-	return d && *d ? d : BOX_PKGLIBEXECDIR;
+	return d && *d ? d : box_libexec_pkgdir();
 }
 
 static const cJSON *pdata(const struct sb *s, const char *key)
@@ -219,10 +220,8 @@ static cJSON *run_sbfiles(const char *const *args, struct box_err *err)
 	struct box_buf b;
 	cJSON *res;
 
-	box_fmt(path, sizeof(path), "%s/box-sbfiles", libexec_dir());
-	if (access(path, X_OK) < 0)
-		return box_err_sys(err, "the helper %s cannot be run (set BOX_LIBEXEC_DIR or "
-				   "reinstall box)", path), NULL;
+	if (box_libexec_find("box-sbfiles", path, sizeof(path), err) < 0)
+		return NULL;
 	argv[0] = "box-sbfiles";
 	for (i = 0; args[i] && i < 6; i++)
 		argv[i + 1] = args[i];
@@ -506,7 +505,8 @@ static void config_of(const struct sb *s, struct box_nsbox_config *c, struct mou
 	c->disk_bytes = lim(s, "disk_bytes", BOX_SANDBOX_DEFAULT_DISK);
 	c->mounts = ms ? ms->m : NULL;
 	c->nmounts = ms ? ms->n : 0;
-	box_fmt(tool_bin, sizeof(tool_bin), "%s/box-tool", libexec_dir());
+	if (box_libexec_find("box-tool", tool_bin, sizeof(tool_bin), &(struct box_err){ 0 }) < 0)
+		box_fmt(tool_bin, sizeof(tool_bin), "%s/box-tool", box_libexec_pkgdir());
 	c->tool_bin = box_json_get_str(pdata(s, "config"), "tools", NULL) ? tool_bin : NULL;
 	c->serve_fd = -1;
 	c->keeper_ctx = s;
@@ -1570,16 +1570,20 @@ static void keeper_serve(int fd, const void *ctx)
 	static int tried;
 	static struct box_tool_call_opts o = { .max_timeout_ms = BOX_TOOL_MAX_TIMEOUT_MS };
 	const struct sb *s = ctx;
+	const char *path = box_json_get_str(pdata(s, "config"), "tools", NULL);
+	struct box_err e;
 
+	box_err_init(&e);
 	if (!tried) {
-		struct box_err e;
-		const char *path = box_json_get_str(pdata(s, "config"), "tools", NULL);
-
-		box_err_init(&e);
 		tried = 1;
-		set = path ? box_tools_load(path, &e) : NULL;
 		if (box_tool_find_box_run(box_run, sizeof(box_run), &e) == 0)
 			o.box_run = box_run;
+	}
+	/* a set that failed to load (a store entry changed since create) is tried again at
+	 * the next call, and meanwhile every call gets the reason */
+	if (!set && path && !(set = box_tools_load(path, &e))) {
+		box_toolsrv_serve_error(fd, &e);
+		return;
 	}
 	if (!set) {
 		struct box_toolset none = { NULL, 0 };
@@ -1600,6 +1604,17 @@ static int known_op(const char *op)
 		if (strcmp(op, ops[k]) == 0)
 			return 1;
 	return 0;
+}
+
+/* 1 (err set) when the session is absent and the agent's policy lets it create none */
+static int no_create(const struct sb *s, struct box_err *err)
+{
+	if (!s->io || !s->io->no_create)
+		return 0;
+	box_err_set(err, BOX_E_POLICY, "session %s does not exist, and the policy does not let "
+		    "a request create one", s->id);
+	box_err_path(err, "$.session");
+	return 1;
 }
 
 cJSON *box_sandbox(const cJSON *req, const struct box_sandbox_io *io, struct box_err *err)
@@ -1631,6 +1646,15 @@ cJSON *box_sandbox(const cJSON *req, const struct box_sandbox_io *io, struct box
 		box_err_path(err, "$.op");
 		goto out;
 	}
+	/* the helper that lists /output after a command (and snapshots) is looked for before
+	 * anything is created or run: an exec that ran must never answer not_found, for its
+	 * caller would run it again */
+	if (strcmp(op, "exec") == 0 || strcmp(op, "snapshot") == 0 || strcmp(op, "restore") == 0) {
+		char helper[PATH_MAX];
+
+		if (box_libexec_find("box-sbfiles", helper, sizeof(helper), err) < 0)
+			goto out;
+	}
 	if (!id && strcmp(op, "create") == 0) {
 		gen_id(s->id);
 	} else if (!id) {
@@ -1649,6 +1673,16 @@ cJSON *box_sandbox(const cJSON *req, const struct box_sandbox_io *io, struct box
 		box_err_set(err, BOX_E_INVALID, "BOX_STATE_DIR must be an absolute path");
 		goto out;
 	}
+	/* an agent that may create nothing leaves nothing behind, not even a lock file: an
+	 * absent session is refused before the lock (and again under it, for a race) */
+	if (io && io->no_create) {
+		struct stat st;
+		char rec[PATH_MAX + 16];
+
+		box_fmt(rec, sizeof(rec), "%s/state.json", s->sdir);
+		if ((strcmp(op, "create") == 0 || lstat(rec, &st) < 0) && no_create(s, err))
+			goto out;
+	}
 	/* box_sbstate_lock makes the sessions directory when it is missing */
 	s->lockfd = box_sbstate_lock(s->dir, s->id, BOX_SANDBOX_LOCK_WAIT_MS, err);
 	if (s->lockfd < 0)
@@ -1661,6 +1695,8 @@ cJSON *box_sandbox(const cJSON *req, const struct box_sandbox_io *io, struct box
 			    strcmp(op, "read") == 0 || strcmp(op, "write") == 0 ||
 			    strcmp(op, "ls") == 0 || strcmp(op, "snapshot") == 0))
 				goto out;
+			if (no_create(s, err))
+				goto out;
 			box_err_init(err);
 			box_sbstate_release(&s->rec);
 			if (create_session(s, err) < 0)
@@ -1669,7 +1705,7 @@ cJSON *box_sandbox(const cJSON *req, const struct box_sandbox_io *io, struct box
 	} else if (box_sbstate_read(s->dir, s->id, &s->rec, err) == 0) {
 		box_err_set(err, BOX_E_CONFLICT, "session %s exists", s->id);
 		goto out;
-	} else if (err->code != BOX_E_NOT_FOUND) {
+	} else if (err->code != BOX_E_NOT_FOUND || no_create(s, err)) {
 		goto out;
 	} else {
 		box_err_init(err);

@@ -25,6 +25,9 @@ struct box_sandbox_io {
 	/* exec --events: called with each chunk as it arrives (stream 1 stdout, 2 stderr) */
 	void (*on_output)(void *ctx, int stream, const char *p, size_t n);
 	void *ctx;
+	/* the request is an agent's whose policy lets it create no session: an absent session
+	 * is policy_denied, never created */
+	int no_create;
 };
 
 /*

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "tools.h"
+#include "libexec.h"
 #include "artifact.h"
 #include "buf.h"
 #include "json.h"
@@ -41,6 +42,7 @@ struct origin {
 	const char *dir;        /* real path of the manifest's or the artifact's directory */
 	const char *artifact;   /* "NAME@VERSION", NULL for a manifest */
 	const char *entry;      /* the artifact's entry, "" when none */
+	const struct box_verify_pin *pin;   /* the artifact's store entry, NULL for a manifest */
 };
 
 int box_tool_name_valid(const char *name)
@@ -347,6 +349,8 @@ static int parse_tool(struct box_toolset *set, const cJSON *o, const struct orig
 		return -1;
 	if (org->artifact && !(t->artifact = xstrdup(org->artifact, err)))
 		return -1;
+	if (org->pin && !(t->pin = box_verify_pin_dup(org->pin, err)))
+		return -1;
 	return 0;
 }
 
@@ -431,16 +435,25 @@ static int load_artifact(struct box_toolset *set, const struct box_lock_entry *e
 	int rc = -1, n;
 
 	snprintf(label, sizeof(label), "%s@%s", e->name, e->version);
+	if (!(org.pin = box_verify_pin_new(store, e->digest, e->tree_digest, label, err)))
+		return -1;
 	n = snprintf(dir, sizeof(dir), "%s/sha256/%s", store, e->digest + 7);
-	if (n < 0 || (size_t)n >= sizeof(dir))
-		return box_err_set(err, BOX_E_INVALID, "BOX_HOME is too long");
+	if (n < 0 || (size_t)n >= sizeof(dir)) {
+		box_err_set(err, BOX_E_INVALID, "BOX_HOME is too long");
+		goto out;
+	}
 	if (!realpath(dir, real)) {
 		if (errno == ENOENT)
-			return box_err_set(err, BOX_E_NOT_FOUND,
-					   "artifact %s (%s) is not in the store %s: run box-pull",
-					   label, e->digest, store);
-		return box_err_sys(err, "%s", dir);
+			box_err_set(err, BOX_E_NOT_FOUND,
+				    "artifact %s (%s) is not in the store %s: run box-pull",
+				    label, e->digest, store);
+		else
+			box_err_sys(err, "%s", dir);
+		goto out;
 	}
+	/* nothing of the entry is read before its tree is known to be the one pulled */
+	if (box_verify_entry(org.pin, err) < 0)
+		goto out;
 	snprintf(dir, sizeof(dir), "%s/%s", real, BOX_ARTIFACT_FILE);
 	if (box_buf_read_file(&b, AT_FDCWD, dir, err) < 0)
 		goto out;
@@ -465,6 +478,7 @@ static int load_artifact(struct box_toolset *set, const struct box_lock_entry *e
 out:
 	cJSON_Delete(root);
 	box_buf_release(&b);
+	box_verify_pin_free((struct box_verify_pin *)org.pin);
 	return rc;
 }
 
@@ -537,6 +551,7 @@ static void tool_release(struct box_tool *t)
 	free(t->lua_entry);
 	free(t->dir);
 	free(t->artifact);
+	box_verify_pin_free(t->pin);
 }
 
 void box_tools_free(struct box_toolset *set)
@@ -645,18 +660,23 @@ static int find_in_path(const char *name, const struct box_proc_env *env, char *
 
 int box_tool_find_box_run(char *out, size_t n, struct box_err *err)
 {
-	const char *path = getenv("PATH");
+	const char *path = getenv("PATH"), *self = box_libexec_self_dir();
 	int k;
 
+	/* beside the running binary first: the build tree's box-run for a build tree's
+	 * box-sandbox, the installed one for an installed one */
+	k = snprintf(out, n, "%s/box-run", self);
+	if (self[0] && k > 0 && (size_t)k < n && is_program(out))
+		return 0;
 	if (path && search_path(path, "box-run", out, n) == 0)
 		return 0;
-	k = snprintf(out, n, "%s/box-run", BOX_BINDIR);
+	k = snprintf(out, n, "%s/box-run", box_libexec_bindir());
 	if (k > 0 && (size_t)k < n && is_program(out))
 		return 0;
 	if (n)
 		out[0] = 0;
-	return box_err_set(err, BOX_E_NOT_FOUND, "box-run is neither in PATH nor in %s",
-			   BOX_BINDIR);
+	return box_err_set(err, BOX_E_NOT_FOUND, "box-run is neither beside this program, in PATH "
+			   "nor in %s", box_libexec_bindir());
 }
 
 /* The tool's own {"ok": false, "error": ...}: its words, but always a guest_error, since a
@@ -747,6 +767,8 @@ cJSON *box_tool_call(const struct box_tool *t, const cJSON *input,
 		return NULL;
 	}
 	if (box_schema_validate(t->input_schema, input, err) < 0)
+		return NULL;
+	if (t->pin && box_verify_entry(t->pin, err) < 0)
 		return NULL;
 	for (i = 0; o->env && o->env[i]; i++) {
 		if (n >= BOX_PROC_ENV_MAX) {
@@ -858,7 +880,9 @@ cJSON *box_tool_call_lua(const struct box_tool *t, const cJSON *input, const cha
 	struct box_proc_result pr = { .out = BOX_BUF_INIT(0) };
 	struct box_proc_opts po = { 0 };
 	char tmo[32];
-	const char *argv[] = { box_run, "--json", "--max-timeout-ms", tmo, NULL };
+	/* box builds this request itself (the tool's source, the input as args): it is the
+	 * operator's, not an agent's */
+	const char *argv[] = { box_run, "--json", "--trust-request", "--max-timeout-ms", tmo, NULL };
 	cJSON *req = NULL, *args, *res = NULL;
 	char *line = NULL, *script = NULL;
 
@@ -872,6 +896,8 @@ cJSON *box_tool_call_lua(const struct box_tool *t, const cJSON *input, const cha
 	if (memory_bytes <= 0)
 		memory_bytes = BOX_TOOL_LUA_MEMORY_DEFAULT;
 	if (box_schema_validate(t->input_schema, input, err) < 0)
+		return NULL;
+	if (t->pin && box_verify_entry(t->pin, err) < 0)
 		return NULL;
 	if (box_buf_read_file(&src, AT_FDCWD, t->lua_entry, err) < 0)
 		goto out;

@@ -7,6 +7,7 @@
 #include <stdint.h>
 #include <cjson/cJSON.h>
 #include "err.h"
+#include "verify.h"
 
 #define BOX_TOOLS_FILE_MAX ((size_t)4 << 20)   /* a tool manifest, in bytes */
 #define BOX_TOOLS_MAX 1024                     /* tools in one set */
@@ -30,6 +31,8 @@
  *              commands resolved against it, and the tool's working directory
  *   artifact   "NAME@VERSION" of the artifact that defines it, NULL for a manifest's tool
  *   executor   1 when declared "executor": true or argv[0] is named box-run or box-sandbox
+ *   pin        the store entry of an artifact's tool, verified before every call
+ *              (lib/verify.h); NULL for a manifest's tool
  */
 struct box_tool {
 	char name[BOX_TOOL_NAME_MAX + 1];
@@ -44,6 +47,7 @@ struct box_tool {
 	int destructive;
 	int requires_approval;
 	int executor;
+	struct box_verify_pin *pin;
 };
 
 /* The tools of one manifest or lockfile, in file order (a lockfile's by artifact name). */
@@ -64,7 +68,9 @@ int box_tool_name_valid(const char *name);
  *     executor? (booleans) and no other member. A command[0] with a slash that is not
  *     absolute is taken relative to the manifest's directory; or
  *   - a box.lock (it has "lock_version"): every artifact of kind tool is read from the
- *     store, $BOX_HOME/store/sha256/<hex>/ (BOX_HOME as in box(7)), and the "tools" of its
+ *     store, $BOX_HOME/store/sha256/<hex>/ (BOX_HOME as in box(7)), once box_verify_entry
+ *     found its tree equal to the pin's tree_digest (or to the digest the store recorded
+ *     when the pin has none), and the "tools" of its
  *     box-artifact.json give its tools, with the same members, except that command is
  *     optional there: without it the artifact's entry is the command, or, for an entry
  *     ending in ".lua", the tool is a Lua tool (lua_entry). command[0] and the entry are
@@ -79,7 +85,8 @@ int box_tool_name_valid(const char *name);
  *   limit_exceeded (file past BOX_TOOLS_FILE_MAX, more than BOX_TOOLS_MAX tools);
  *   not_found (no such file; an artifact missing from the store: "... run box-pull");
  *   policy_denied (an artifact's command or entry leaves its directory);
- *   integrity_failed (an artifact pinned as kind tool whose box-artifact.json says otherwise);
+ *   integrity_failed (an artifact pinned as kind tool whose box-artifact.json says otherwise;
+ *     an artifact whose tree in the store differs from its tree digest, or has none recorded);
  *   io_error, internal.
  */
 struct box_toolset *box_tools_load(const char *path, struct box_err *err);
@@ -122,7 +129,8 @@ struct box_tool_call_opts {
  * in o->cwd (default t->dir), with an environment of PATH, HOME, LANG, BOX_TOOL_DEPTH=1 and
  * o->env (credential-shaped names refused), under the tool's timeout (capped by
  * o->max_timeout_ms); its stdout must be exactly one JSON object, valid against the output
- * schema when the tool has one. o may be NULL (defaults).
+ * schema when the tool has one. o may be NULL (defaults). A tool of an artifact (t->pin) runs
+ * only after box_verify_entry found its store entry unchanged.
  *
  * Returns that object (cJSON_Delete it; integer literals keep their exact value, see
  * box_json_parse), or NULL with err:
@@ -132,6 +140,8 @@ struct box_tool_call_opts {
  *     box_tool_call_lua (its timeout capped likewise, o->lua_memory_bytes, no instruction
  *     budget; o->env and o->cwd do not apply) and fails as that says;
  *   not_found: a bare command not in PATH, or the command could not be found when run;
+ *   integrity_failed (and box_verify_entry's other errors): the artifact's store entry
+ *     changed since it was pulled, nothing was run;
  *   policy_denied: o->env names a credential-shaped variable;
  *   timeout ("limit": "timeout_ms"): the tool's process group was killed;
  *   limit_exceeded ("limit": "tool_output_bytes"): stdout passed the cap (killed);
@@ -154,11 +164,13 @@ cJSON *box_tool_call(const struct box_tool *t, const cJSON *input,
  * returns is the answer, an object, valid against the output schema when the tool has one.
  * Limits: timeout_ms (<= 0: the tool's own, or BOX_TOOL_DEFAULT_TIMEOUT_MS), memory_bytes
  * (<= 0: BOX_TOOL_LUA_MEMORY_DEFAULT), max_instructions (<= 0: not counted); the answer is
- * capped at BOX_TOOL_OUTPUT_MAX bytes of JSON, print output is dropped.
+ * capped at BOX_TOOL_OUTPUT_MAX bytes of JSON, print output is dropped. A tool of an artifact
+ * (t->pin) is read only after box_verify_entry found its store entry unchanged.
  *
  * Returns the answer (cJSON_Delete it; exact integers, see box_json_parse), or NULL with err:
  *   invalid_request: input invalid, with err->path (box_schema_validate);
  *   unsupported: t is not a Lua tool, or box_run is NULL;
+ *   integrity_failed (and box_verify_entry's other errors): the store entry changed;
  *   not_found / io_error: the script cannot be read, box_run cannot be run;
  *   timeout ("limit": "timeout_ms", configured timeout_ms): the script ran too long;
  *   limit_exceeded ("limit": "tool_output_bytes"): box-run printed too much;

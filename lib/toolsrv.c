@@ -11,6 +11,7 @@
 #include <sys/un.h>
 
 #include "toolsrv.h"
+#include "libexec.h"
 #include "buf.h"
 #include "ipc.h"
 #include "json.h"
@@ -118,7 +119,7 @@ static cJSON *answer(const cJSON *req, const struct box_toolset *set,
 	if (t->lua_entry && !o->box_run)
 		return box_err_set(err, BOX_E_UNSUPPORTED, "tool %s is a Lua tool and the host "
 				   "found no box-run to run it (neither in PATH nor in %s)",
-				   t->name, BOX_BINDIR), NULL;
+				   t->name, box_libexec_bindir()), NULL;
 	res = box_tool_call(t, cJSON_GetObjectItemCaseSensitive(req, "input"), o, err);
 	if (!res)
 		return NULL;
@@ -128,8 +129,9 @@ static cJSON *answer(const cJSON *req, const struct box_toolset *set,
 	return out;
 }
 
-void box_toolsrv_serve_one(int lfd, const struct box_toolset *set,
-			   const struct box_tool_call_opts *o)
+/* Answers one connection: with fail's error when fail is not NULL, else from set. */
+static void serve(int lfd, const struct box_toolset *set, const struct box_tool_call_opts *o,
+		  const struct box_err *fail)
 {
 	static const struct box_tool_call_opts none;
 	int fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
@@ -151,7 +153,9 @@ void box_toolsrv_serve_one(int lfd, const struct box_toolset *set,
 		}
 	}
 	box_buf_release(&b);
-	if (req)
+	if (req && fail)
+		err = *fail;
+	else if (req)
 		out = answer(req, set, o ? o : &none, &err);
 	if (!out)
 		out = box_err_result(&err);
@@ -160,6 +164,17 @@ void box_toolsrv_serve_one(int lfd, const struct box_toolset *set,
 	cJSON_Delete(out);
 	cJSON_Delete(req);
 	close(fd);
+}
+
+void box_toolsrv_serve_one(int lfd, const struct box_toolset *set,
+			   const struct box_tool_call_opts *o)
+{
+	serve(lfd, set, o, NULL);
+}
+
+void box_toolsrv_serve_error(int lfd, const struct box_err *e)
+{
+	serve(lfd, NULL, NULL, e);
 }
 
 cJSON *box_toolsrv_request(const char *path, cJSON *req, int timeout_ms,

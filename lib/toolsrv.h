@@ -31,6 +31,10 @@ int box_toolsrv_listen(const char *path, struct box_err *err);
 void box_toolsrv_serve_one(int lfd, const struct box_toolset *set,
 			   const struct box_tool_call_opts *o);
 
+/* Accepts one connection on lfd and answers whatever it asks with e (the tools could not be
+ * loaded: a store entry that changed is integrity_failed for every call). */
+void box_toolsrv_serve_error(int lfd, const struct box_err *e);
+
 /* The client side: sends req (its integer literals printed exactly, see box_json_exact) to
  * the socket at path, returns the reply object, or NULL with err (io_error when the socket
  * cannot be reached, invalid_request for a garbled reply). */

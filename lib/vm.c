@@ -52,6 +52,9 @@ static struct {
 	int step;                     /* instructions in the running step */
 	int counting;
 	int trip_ref;                 /* registry ref of the sticky error message */
+	int ids_ref;                  /* registry ref of the weak table object → its number */
+	int object_mt_ref;            /* registry ref of the metatable of json.object() */
+	lua_Integer last_id;          /* the number tostring gave last */
 	int host_ref;                 /* registry ref of the last host error raised */
 	enum box_code host_code;      /* and its code */
 	struct box_err tool_err;      /* the last tool error raised, whole (limit, path...) */
@@ -205,6 +208,42 @@ static void on_sigprof(int sig)
 
 /* ------------------------------------------------------------------ strings without addresses */
 
+/* Pushes "table: 0x1", "function: 0x2"... (the __name of the metatable when it is a string):
+ * objects are numbered in the order they are first shown, so that tostring is an identity
+ * within the run that tells nothing of the address space. The numbers live in a weak table. */
+static void push_identity(lua_State *L, int idx)
+{
+	int base = lua_gettop(L);
+	const char *kind;
+	lua_Integer id;
+	char s[128];
+
+	if (luaL_getmetafield(L, idx, "__name") == LUA_TSTRING) {
+		kind = lua_tostring(L, -1);
+	} else {
+		lua_settop(L, base);
+		kind = luaL_typename(L, idx);
+	}
+	if (lua_rawgeti(L, LUA_REGISTRYINDEX, V.ids_ref) != LUA_TTABLE) {
+		/* before the environment is built: no number yet */
+		lua_settop(L, base);
+		lua_pushstring(L, luaL_typename(L, idx));
+		return;
+	}
+	lua_pushvalue(L, idx);
+	if (lua_rawget(L, -2) == LUA_TNUMBER) {
+		id = lua_tointeger(L, -1);
+	} else {
+		id = ++V.last_id;
+		lua_pushvalue(L, idx);
+		lua_pushinteger(L, id);
+		lua_rawset(L, -4);
+	}
+	snprintf(s, sizeof(s), "%.100s: 0x%llx", kind, (unsigned long long)id);
+	lua_settop(L, base);
+	lua_pushstring(L, s);
+}
+
 static const char *safe_tolstring(lua_State *L, int idx, size_t *len)
 {
 	idx = lua_absindex(L, idx);
@@ -229,15 +268,8 @@ static const char *safe_tolstring(lua_State *L, int idx, size_t *len)
 			break;
 		}
 		/* fall through */
-	default: {
-		int t = luaL_getmetafield(L, idx, "__name");
-
-		if (t == LUA_TSTRING)
-			break;
-		if (t != LUA_TNIL)
-			lua_pop(L, 1);
-		lua_pushstring(L, luaL_typename(L, idx));
-	}
+	default:
+		push_identity(L, idx);
 	}
 	return lua_tolstring(L, -1, len);
 }
@@ -249,7 +281,11 @@ static int l_tostring(lua_State *L)
 	return 1;
 }
 
-/* string.format without %p, and with %s of tables and functions through safe_tolstring */
+static lua_CFunction str_format;
+
+/* string.format without %p, and with %s of tables and functions through safe_tolstring. The
+ * original runs in this very call, not through lua_call, so that its errors name 'format' and
+ * the script's line as they do in Lua. */
 static int l_format(lua_State *L)
 {
 	size_t n;
@@ -274,10 +310,7 @@ static int l_format(lua_State *L)
 			lua_replace(L, arg);
 		}
 	}
-	lua_pushvalue(L, lua_upvalueindex(1));
-	lua_insert(L, 1);
-	lua_call(L, top, 1);
-	return 1;
+	return str_format(L);
 }
 
 /* ------------------------------------------------------------------ print */
@@ -311,27 +344,23 @@ static void out_append(const char *s, size_t n)
 static int l_print(lua_State *L)
 {
 	int n = lua_gettop(L), i;
+	size_t len;
+	const char *s;
 	luaL_Buffer b;
 
+	/* the buffer may live on the stack: every piece is pushed above it and taken with
+	 * luaL_addvalue, which is the only way to add a value that sits on top */
 	luaL_buffinit(L, &b);
 	for (i = 1; i <= n; i++) {
-		size_t len;
-		const char *s;
-
 		if (i > 1)
 			luaL_addchar(&b, '\t');
-		s = safe_tolstring(L, i, &len);
-		luaL_addlstring(&b, s, len);
-		lua_pop(L, 1);
+		safe_tolstring(L, i, NULL);
+		luaL_addvalue(&b);
 	}
 	luaL_addchar(&b, '\n');
 	luaL_pushresult(&b);
-	{
-		size_t len;
-		const char *s = lua_tolstring(L, -1, &len);
-
-		out_append(s, len);
-	}
+	s = lua_tolstring(L, -1, &len);
+	out_append(s, len);
 	return 0;
 }
 
@@ -375,7 +404,7 @@ static int l_resume(lua_State *L)
 	lua_State *co = lua_tothread(L, 1);
 	int r;
 
-	luaL_argexpected(L, co, 1, "coroutine");
+	luaL_argexpected(L, co, 1, "thread");  /* as lcorolib says it */
 	r = resume(L, co, lua_gettop(L) - 1);
 	if (r < 0) {
 		lua_pushboolean(L, 0);
@@ -559,9 +588,33 @@ static int cmp_keys(const void *a, const void *b)
 	return c ? c : (x->n > y->n) - (x->n < y->n);
 }
 
+enum json_kind { KIND_ANY, KIND_OBJECT, KIND_ARRAY };
+
+/* What the __jsontype field of the table's metatable asks for ("object" or "array", as
+ * json.object and json.array set it, and as dkjson reads it). Raw reads only: no code of the
+ * script runs. */
+static enum json_kind json_kind(lua_State *L, int idx)
+{
+	enum json_kind k = KIND_ANY;
+
+	if (luaL_getmetafield(L, idx, "__jsontype") == LUA_TNIL)
+		return k;
+	if (lua_type(L, -1) == LUA_TSTRING) {
+		const char *s = lua_tostring(L, -1);
+
+		if (strcmp(s, "object") == 0)
+			k = KIND_OBJECT;
+		else if (strcmp(s, "array") == 0)
+			k = KIND_ARRAY;
+	}
+	lua_pop(L, 1);
+	return k;
+}
+
 static int table_to_json(struct conv *cv, lua_State *L, int idx)
 {
 	lua_Integer count = 0, maxi = 0;
+	enum json_kind kind;
 	int is_array = 1, i, r = 0;
 	struct key { const char *s; size_t n; int idx; } *keys = NULL;
 	int base;
@@ -574,6 +627,7 @@ static int table_to_json(struct conv *cv, lua_State *L, int idx)
 	if (!lua_checkstack(L, 8))
 		return conv_fail(cv, BOX_E_LIMIT, "value nested too deeply");
 	cv->stack[cv->depth++] = lua_topointer(L, idx);
+	kind = json_kind(L, idx);
 
 	/* raw traversal: no __pairs, no __index */
 	lua_pushnil(L);
@@ -592,7 +646,11 @@ static int table_to_json(struct conv *cv, lua_State *L, int idx)
 			return conv_fail(cv, BOX_E_LIMIT, "value too large for JSON");
 		}
 	}
-	if (count == 0 || (is_array && maxi == count)) {
+	if (kind == KIND_ARRAY && !(is_array && maxi == count)) {
+		cv->depth--;
+		return conv_fail(cv, BOX_E_GUEST, "table marked as an array is not a sequence 1..n");
+	}
+	if (kind != KIND_OBJECT && (count == 0 || (is_array && maxi == count))) {
 		size_t old;
 
 		r = put(cv, "[", 1);
@@ -754,6 +812,9 @@ static void push_json(lua_State *L, const cJSON *v, int depth)
 		}
 	} else if (cJSON_IsObject(v)) {
 		lua_createtable(L, 0, cJSON_GetArraySize(v));
+		/* marked, so that {} goes back out as {} */
+		lua_rawgeti(L, LUA_REGISTRYINDEX, V.object_mt_ref);
+		lua_setmetatable(L, -2);
 		cJSON_ArrayForEach(it, v) {
 			lua_pushstring(L, it->string);
 			push_json(L, it, depth + 1);
@@ -762,6 +823,22 @@ static void push_json(lua_State *L, const cJSON *v, int depth)
 	} else {
 		lua_pushnil(L);
 	}
+}
+
+/* json.object([t]) and json.array([t]): t (or a new table) with the metatable that says
+ * which JSON it becomes; upvalue 1 is that metatable. */
+static int l_json_mark(lua_State *L)
+{
+	if (lua_isnoneornil(L, 1)) {
+		lua_settop(L, 0);
+		lua_newtable(L);
+	} else {
+		luaL_checktype(L, 1, LUA_TTABLE);
+		lua_settop(L, 1);
+	}
+	lua_pushvalue(L, lua_upvalueindex(1));
+	lua_setmetatable(L, 1);
+	return 1;
 }
 
 /* the tree is freed by a __gc-free userdata box, so that a Lua error in push_json leaks nothing */
@@ -1291,6 +1368,7 @@ static void build_env(lua_State *L)
 		"io", "package", "debug", "module", "setfenv", "getfenv", "unpack", NULL
 	};
 	static const char *const os_keep[] = { "time", "date", "clock", "difftime", NULL };
+	static const char *const added[] = { "json", "base64", "fs", "http", "tools", NULL };
 	int i;
 
 	luaL_requiref(L, LUA_GNAME, luaopen_base, 1);
@@ -1301,6 +1379,13 @@ static void build_env(lua_State *L)
 	luaL_requiref(L, LUA_COLIBNAME, luaopen_coroutine, 1);
 	luaL_requiref(L, LUA_OSLIBNAME, luaopen_os, 1);
 	lua_settop(L, 0);
+
+	lua_newtable(L);
+	lua_createtable(L, 0, 1);
+	lua_pushliteral(L, "k");
+	lua_setfield(L, -2, "__mode");
+	lua_setmetatable(L, -2);
+	V.ids_ref = luaL_ref(L, LUA_REGISTRYINDEX);
 
 	lua_pushglobaltable(L);
 	for (i = 0; drop[i]; i++) {
@@ -1327,7 +1412,9 @@ static void build_env(lua_State *L)
 	lua_pushnil(L);
 	lua_setfield(L, -2, "dump");
 	lua_getfield(L, -1, "format");
-	lua_pushcclosure(L, l_format, 1);
+	str_format = lua_tocfunction(L, -1);
+	lua_pop(L, 1);
+	lua_pushcfunction(L, l_format);
 	lua_setfield(L, -2, "format");
 	lua_pop(L, 1);
 	lua_pushliteral(L, "");
@@ -1354,10 +1441,22 @@ static void build_env(lua_State *L)
 			{ "encode", l_b64_encode }, { "decode", l_b64_decode }, { NULL, NULL }
 		};
 
-		lua_createtable(L, 0, 3);
+		lua_createtable(L, 0, 5);
 		set_funcs(L, json_f);
 		lua_pushlightuserdata(L, &json_null_tag);
 		lua_setfield(L, -2, "null");
+		lua_createtable(L, 0, 1);
+		lua_pushliteral(L, "object");
+		lua_setfield(L, -2, "__jsontype");
+		lua_pushvalue(L, -1);
+		V.object_mt_ref = luaL_ref(L, LUA_REGISTRYINDEX);
+		lua_pushcclosure(L, l_json_mark, 1);
+		lua_setfield(L, -2, "object");
+		lua_createtable(L, 0, 1);
+		lua_pushliteral(L, "array");
+		lua_setfield(L, -2, "__jsontype");
+		lua_pushcclosure(L, l_json_mark, 1);
+		lua_setfield(L, -2, "array");
 		lua_setfield(L, 1, "json");
 		lua_createtable(L, 0, 2);
 		set_funcs(L, b64_f);
@@ -1387,6 +1486,15 @@ static void build_env(lua_State *L)
 	if (V.c->has_tools) {
 		install_tools(L);
 		lua_setfield(L, 1, "tools");
+	}
+	/* where Lua looks up the name of a function that an error names ('json.decode', as
+	 * 'string.rep'): box's libraries join the standard ones; the script never sees it */
+	luaL_getsubtable(L, LUA_REGISTRYINDEX, LUA_LOADED_TABLE);
+	for (i = 0; added[i]; i++) {
+		if (lua_getfield(L, 1, added[i]) == LUA_TTABLE)
+			lua_setfield(L, -2, added[i]);
+		else
+			lua_pop(L, 1);
 	}
 	lua_settop(L, 0);
 }
@@ -1426,12 +1534,16 @@ static int setup(lua_State *L)
 
 static int pmain(lua_State *L)
 {
-	int nargs = cJSON_GetArraySize(V.c->args), i;
+	const cJSON *a;
+	int nargs = 0;
 
 	lua_settop(L, 0);
 	setup(L);
-	for (i = 0; i < nargs; i++)
-		push_json(L, cJSON_GetArrayItem(V.c->args, i), 1);
+	/* one walk of the list: cJSON_GetArrayItem(i) would walk it again for every i */
+	cJSON_ArrayForEach(a, V.c->args) {
+		push_json(L, a, 1);
+		nargs++;
+	}
 	lua_call(L, nargs, 1);
 	return 1;
 }
@@ -1539,6 +1651,8 @@ void box_vm_run(const struct box_vm_config *c)
 	memset(&V, 0, sizeof(V));
 	memset(&fin, 0, sizeof(fin));
 	V.c = c;
+	V.ids_ref = LUA_NOREF;
+	V.object_mt_ref = LUA_NOREF;
 	box_buf_init(&V.reply, (size_t)c->memory_bytes + 1024);
 	box_buf_init(&fin.result, (size_t)c->max_result_bytes);
 
@@ -1631,6 +1745,7 @@ void box_vm_run(const struct box_vm_config *c)
 		setitimer(ITIMER_PROF, &off, NULL);
 	}
 	send_final(&fin);
+	box_buf_release(&fin.result);
 	/* no lua_close: finalizers of the script would run unbounded; the process ends here */
 }
 

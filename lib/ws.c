@@ -18,6 +18,7 @@ int box_ws_open(struct box_ws *ws, const char *dir, int64_t quota, struct box_er
 	ws->rootfd = -1;
 	ws->quota = quota;
 	ws->written = 0;
+	memset(ws->appended, 0, sizeof(ws->appended));
 	if (box_confine_probe(err) < 0)
 		return -1;
 	ws->rootfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -29,8 +30,19 @@ int box_ws_open(struct box_ws *ws, const char *dir, int64_t quota, struct box_er
 	return 0;
 }
 
+static void appended_drop(struct box_ws_appended *a)
+{
+	if (!a->path)
+		return;
+	close(a->fd);
+	free(a->path);
+	a->path = NULL;
+}
+
 void box_ws_release(struct box_ws *ws)
 {
+	for (int i = 0; i < BOX_WS_APPEND_FILES; i++)
+		appended_drop(&ws->appended[i]);
 	if (ws->rootfd >= 0)
 		close(ws->rootfd);
 	ws->rootfd = -1;
@@ -209,17 +221,94 @@ static int mkdir_p(struct box_ws *ws, const char *norm, struct box_err *err)
 	return 0;
 }
 
+/* The slot of ws->appended that holds norm, or NULL. */
+static struct box_ws_appended *appended_find(struct box_ws *ws, const char *norm)
+{
+	for (int i = 0; i < BOX_WS_APPEND_FILES; i++)
+		if (ws->appended[i].path && strcmp(ws->appended[i].path, norm) == 0)
+			return &ws->appended[i];
+	return NULL;
+}
+
+/* Keeps fd (taken) as the file of norm, in place of the oldest one. */
+static void appended_keep(struct box_ws *ws, const char *norm, int fd)
+{
+	struct box_ws_appended *a = &ws->appended[BOX_WS_APPEND_FILES - 1];
+	char *path = strdup(norm);
+
+	if (!path) {
+		close(fd);
+		return;
+	}
+	appended_drop(a);
+	memmove(&ws->appended[1], &ws->appended[0], sizeof(ws->appended[0]) * (BOX_WS_APPEND_FILES - 1));
+	ws->appended[0].path = path;
+	ws->appended[0].fd = fd;
+}
+
 /*
- * An append never writes into the existing inode: the old content (read_checked) and the new
- * bytes go to a new file that replaces the name atomically, so a hard link to a file outside
- * the workspace, even one swapped in during the call, is never written through.
+ * Whether norm still names the inode of a->fd, a regular file with one link. The inode is one
+ * this box_ws created: whatever is renamed over the name between this check and the write, the
+ * write lands in that inode, never in a file that was there before (a hard link to a file
+ * outside, say). A name that now is a symlink, another file or nothing fails the check.
+ */
+static int appended_current(struct box_ws *ws, const struct box_ws_appended *a, const char *norm,
+			    struct stat *st)
+{
+	struct box_err e;
+	struct stat named;
+	int pfd, r;
+
+	if (fstat(a->fd, st) < 0 || !S_ISREG(st->st_mode) || st->st_nlink != 1)
+		return 0;
+	box_err_init(&e);
+	pfd = ws_open(ws, norm, O_PATH | O_NOFOLLOW, &e);
+	if (pfd < 0)
+		return 0;
+	r = fstat(pfd, &named);
+	close(pfd);
+	return r == 0 && named.st_dev == st->st_dev && named.st_ino == st->st_ino;
+}
+
+/* Writes data at the end of the file a holds; on failure the file is cut back to its size. */
+static int append_in_place(struct box_ws_appended *a, const struct stat *st, const char *norm,
+			   const void *data, size_t n, struct box_err *err)
+{
+	if (box_write_all(a->fd, data, n) == 0)
+		return 0;
+	box_err_sys(err, "append to %s", norm);
+	if (ftruncate(a->fd, st->st_size) < 0)
+		box_err_sys(err, "append to %s failed and its end could not be cut back", norm);
+	box_err_path(err, norm);
+	return -1;
+}
+
+/*
+ * A first append never writes into the existing inode: the old content (read_checked) and the
+ * new bytes go to a new file that replaces the name atomically, so a hard link to a file outside
+ * the workspace, even one swapped in during the call, is never written through. The new file
+ * stays open for the appends that follow.
  */
 static int append_file(struct box_ws *ws, const char *norm, const char *base, int dfd,
 		       const void *data, size_t n, struct box_err *err)
 {
 	struct box_buf b = BOX_BUF_INIT(BOX_WS_MAX_APPEND);
-	int r;
+	struct box_ws_appended *a = appended_find(ws, norm);
+	struct stat st;
+	int r, fd = -1;
 
+	if (a && appended_current(ws, a, norm, &st)) {
+		if ((uint64_t)st.st_size + n > BOX_WS_MAX_APPEND) {
+			box_err_limit(err, BOX_E_LIMIT, "append_bytes", BOX_WS_MAX_APPEND, "bytes",
+				      "%s is too large to append to (at most %d bytes)", norm,
+				      BOX_WS_MAX_APPEND);
+			box_err_path(err, norm);
+			return -1;
+		}
+		return append_in_place(a, &st, norm, data, n, err);
+	}
+	if (a)
+		appended_drop(a);
 	r = read_checked(ws, norm, &b, err);
 	if (r < 0 && err->code == BOX_E_NOT_FOUND)
 		r = 0;
@@ -230,8 +319,10 @@ static int append_file(struct box_ws *ws, const char *norm, const char *base, in
 	if (r == 0)
 		r = box_buf_append(&b, data, n, err);
 	if (r == 0)
-		r = box_atomic_replace(dfd, base, b.data ? b.data : "", b.len, 0644, err);
-	if (r < 0)
+		r = box_atomic_replace_open(dfd, base, b.data ? b.data : "", b.len, 0644, &fd, err);
+	if (r == 0)
+		appended_keep(ws, norm, fd);
+	else
 		box_err_path(err, norm);
 	box_buf_release(&b);
 	return r;

@@ -23,12 +23,23 @@
 #define BOX_WS_MAX_VISIT 100000    /* entries one walk may look at */
 #define BOX_WS_MAX_APPEND (256 << 20) /* size of a file append may grow */
 
+#define BOX_WS_APPEND_FILES 4        /* files an append keeps open to write on in place */
+
+/* A file that an append of this box_ws made itself and keeps open (owned fd), under its
+ * normalised path (owned); path NULL: the slot is free. */
+struct box_ws_appended {
+	char *path;
+	int fd;
+};
+
 /* rootfd is owned. quota: total bytes write and append may write in this box_ws's life
- * (negative: no quota); written: bytes written so far. */
+ * (negative: no quota); written: bytes written so far. appended: the files later appends
+ * write to in place (zeroed memory is a valid, empty list). */
 struct box_ws {
 	int rootfd;
 	int64_t quota;
 	int64_t written;
+	struct box_ws_appended appended[BOX_WS_APPEND_FILES];
 };
 
 /* Opens the directory dir as the workspace root (dir itself is trusted: the host chose it).
@@ -48,11 +59,14 @@ int box_ws_read(struct box_ws *ws, const char *path, struct box_buf *out, struct
 /*
  * Writes n bytes (binary-safe) to path, creating missing parent directories (0755).
  * append == 0: the file is replaced atomically (box_atomic_replace: no fsync, mode 0644); a symlink or
- * hard link at path is replaced, never written through. append != 0: the old content and the
- * bytes go to a new file that replaces path atomically (created 0644 if missing), so no inode
- * is ever written in place and a symlink at path is replaced as a write replaces it; a
- * hard-linked file is refused, one larger than BOX_WS_MAX_APPEND is limit_exceeded
- * ("append_bytes").
+ * hard link at path is replaced, never written through. append != 0: the first append to path
+ * writes the old content and the bytes to a new file that replaces path atomically (created
+ * 0644 if missing), so a symlink at path is replaced as a write replaces it; a hard-linked file
+ * is refused, one larger than BOX_WS_MAX_APPEND is limit_exceeded ("append_bytes"). The new
+ * file stays open (ws->appended): the next appends write only their bytes to it, in place, as
+ * long as path still names that very inode with one link; otherwise they start over as the
+ * first one did. No inode that this box_ws did not create is ever written. A failed in-place
+ * append is cut back to the old size.
  * A write that would take ws->written past ws->quota fails with limit_exceeded ("write_bytes",
  * configured the quota) and writes nothing. The root itself is policy_denied.
  * Returns 0 (ws->written grows by n) or -1.

@@ -344,11 +344,16 @@ setup_bad() {
 
 @test "--json request: the same as flags" {
 	mk_tool art
-	run --separate-stderr box-pack --json <<<"{\"dir\": \"$T/art\", \"registry\": \"oci:$T/j\"}"
+	run --separate-stderr box-pack --json --trust-request \
+		<<<"{\"dir\": \"$T/art\", \"registry\": \"oci:$T/j\"}"
 	assert_packed '.name == "hello"'
 	assert_equal "$(ref_digest hello:1.0.0 "$T/j/index.json")" "$(jq -r .digest <<<"$output")"
 	run --separate-stderr box-pack --json <<<'{"dir": "art", "bogus": 1}'
 	assert_fail invalid_request 2 '.error.path == "$.bogus"'
+	# without --trust-request the request is an agent's: host paths are the operator's
+	run --separate-stderr box-pack --json <<<"{\"dir\": \"$T/art\"}"
+	assert_fail policy_denied 4 '.error.path == "$.dir"'
+	[ ! -e "$REG" ]
 }
 
 @test "usage errors: no DIR, two DIRs, an unknown flag" {
@@ -363,6 +368,9 @@ setup_bad() {
 
 @test "--describe prints the tool definition" {
 	run --separate-stderr box-pack --describe
+	assert_equal "$status" 0
+	one_json_where '.name == "box-pack" and .input_schema.properties == {}'
+	run --separate-stderr box-pack --describe --trust-request
 	assert_equal "$status" 0
 	one_json_where '.name == "box-pack" and (.description | length > 0) and
 		.input_schema.type == "object" and (.input_schema.properties | has("dir") and

@@ -636,10 +636,19 @@ open(p, "wb").write(b.replace(b"tar.gz\"", b"tar.gZ\"", 1))' "$f"
 
 @test "--json request" {
 	d=$(pack lib 1.0.0)
-	run --separate-stderr box-pull --json <<<"{\"artifacts\": [\"lib@1.0.0\"],
+	run --separate-stderr box-pull --json --trust-request <<<"{\"artifacts\": [\"lib@1.0.0\"],
 		\"registry\": \"oci:$REG\", \"lock\": \"j.lock\"}"
 	assert_pulled '.artifacts[0].digest == $d' --arg d "$d"
 	jq -e '.artifacts[0].name == "lib"' j.lock
+	# an agent's request names what to pull; where from and where to pin are the operator's
+	run --separate-stderr box-pull --json --registry "oci:$REG" --lock k.lock \
+		<<<'{"artifacts": ["lib@1.0.0"]}'
+	assert_pulled '.artifacts[0].digest == $d' --arg d "$d"
+	for m in '"registry": "oci:/tmp"' '"lock": "/tmp/x.lock"' '"insecure": true'; do
+		run --separate-stderr box-pull --json <<<"{\"artifacts\": [\"lib\"], $m}"
+		assert_fail policy_denied 4
+	done
+	[ ! -e /tmp/x.lock ]
 }
 
 @test "registry references: plain http only to loopback; a missing layout is not_found" {
@@ -786,7 +795,10 @@ open(p, "wb").write(b.replace(b"tar.gz\"", b"tar.gZ\"", 1))' "$f"
 	run --separate-stderr box-pull --describe
 	assert_equal "$status" 0
 	one_json_where '.name == "box-pull" and .input_schema.type == "object" and
-		(.input_schema.properties | has("artifacts") and has("frozen") and has("lock"))'
+		(.input_schema.properties | keys) == ["artifacts", "frozen"]'
+	run --separate-stderr box-pull --describe --trust-request
+	one_json_where '(.input_schema.properties | has("artifacts") and has("frozen") and
+		has("lock") and has("registry"))'
 	assert_equal "$stderr" ""
 	run --separate-stderr box-pull --help
 	assert_equal "$status" 0

@@ -16,13 +16,12 @@ setup() {
 
 # lua_tool_lock: a box.lock in $T pinning two tool artifacts in the store of BOX_HOME=$T/home:
 # acme/greet, whose Lua tool greet is main.lua, and acme/slow, whose Lua tool slow loops
-# (timeout_ms 300).
+# (timeout_ms 300). Packed into the local registry and pulled, as a user would: the store
+# records their tree digests, which every use of them is checked against.
 lua_tool_lock() {
-	local d1=1111111111111111111111111111111111111111111111111111111111111111
-	local d2=2222222222222222222222222222222222222222222222222222222222222222
-	local dir=$T/home/store/sha256/$d1
+	local dir=$T/art/greet
 	export BOX_HOME=$T/home
-	mkdir -p "$dir" "$T/home/store/sha256/$d2"
+	mkdir -p "$dir" "$T/art/slow"
 	cat >"$dir/box-artifact.json" <<-'JSON'
 	{"name": "acme/greet", "version": "1.0.0", "kind": "tool", "entry": "main.lua",
 	 "tools": [
@@ -37,19 +36,16 @@ lua_tool_lock() {
 	return {greeting = "hello " .. input.who, same = (... == input), big = 9007199254740993,
 	        nested = tools == nil and fs == nil and http == nil}
 	LUA
-	cat >"$T/home/store/sha256/$d2/box-artifact.json" <<-'JSON'
+	cat >"$T/art/slow/box-artifact.json" <<-'JSON'
 	{"name": "acme/slow", "version": "1.0.0", "kind": "tool", "entry": "loop.lua",
 	 "tools": [{"name": "slow", "description": "Loops", "timeout_ms": 300,
 	            "input_schema": {"type": "object"}}]}
 	JSON
-	echo 'while true do end' >"$T/home/store/sha256/$d2/loop.lua"
-	cat >"$T/box.lock" <<-JSON
-	{"lock_version": 1, "artifacts": [
-	 {"name": "acme/greet", "version": "1.0.0", "digest": "sha256:$d1", "kind": "tool",
-	  "source": "oci:/r"},
-	 {"name": "acme/slow", "version": "1.0.0", "digest": "sha256:$d2", "kind": "tool",
-	  "source": "oci:/r"}]}
-	JSON
+	echo 'while true do end' >"$T/art/slow/loop.lua"
+	box-pack "$dir" >/dev/null
+	box-pack "$T/art/slow" >/dev/null
+	echo '{"artifacts": {"acme/greet": "^1.0", "acme/slow": "^1.0"}}' >"$T/box.json"
+	(cd "$T" && box-lock >/dev/null && box-pull acme/greet acme/slow >/dev/null)
 }
 
 # ======================================================================= calls and answers
@@ -69,6 +65,15 @@ lua_tool_lock() {
 @test "tools.NAME() and tools.NAME({}) send an empty object, not an array" {
 	run_box --tools "$M" -e 'return {next(tools.echo().got) == nil, next(tools.echo({}).got) == nil}'
 	assert_ok '.result == [true, true] and .stats.host_calls == 2'
+}
+
+@test "an empty object reaches a tool as {}: json.object(), and what json.decode made" {
+	run_box --tools "$M" -e '
+		local r = tools.echo({opts = json.object(), list = json.array(), plain = {},
+			back = json.decode("{\"e\": {}}")})
+		return {json.encode(r.got), json.encode(tools.echo(r.got).got)}'
+	assert_ok '.result[0] == "{\"back\":{\"e\":{}},\"list\":[],\"opts\":{},\"plain\":[]}" and
+		.result[1] == .result[0]'
 }
 
 @test "a tool that times out is a timeout (exit 3) with its timeout_ms" {

@@ -54,21 +54,27 @@ start_httpd() {
 }
 
 @test "cli: --describe is one JSON tool definition with the request and result schemas" {
+	# under the built-in policy the agent sees only what it may set (trust.bats has the rest)
 	run --separate-stderr box-run --describe
-	assert_equal "$status" 0
-	assert_equal "$stderr" ""
+	[ "$status" -eq 0 ]
 	one_json_where '.name == "box-run" and
 		(.description | type == "string" and length > 0) and
 		.input_schema.type == "object" and .input_schema.additionalProperties == false and
 		.input_schema.required == ["script"] and
-		(.input_schema.properties | has("script") and has("args") and has("timeout_ms") and
-			has("cpu_ms") and has("memory_bytes") and has("max_instructions") and
-			has("max_output_bytes") and has("max_write_bytes") and has("max_result_bytes") and
-			has("workspace") and has("events") and has("tools")) and
+		(.input_schema.properties | keys) == ["args", "cpu_ms", "events", "memory_bytes",
+			"script", "timeout_ms"] and
 		.output_schema.type == "object" and
 		(.output_schema.properties | has("ok") and has("stdout") and has("result") and
 			has("truncated") and has("total_lines") and has("lossy") and has("stats") and
 			has("error"))'
+	# an operator who trusts the request offers every member but the flag-only caps
+	run --separate-stderr box-run --trust-request --describe
+	[ "$status" -eq 0 ]
+	one_json_where '(.input_schema.properties | has("script") and has("args") and
+			has("timeout_ms") and has("cpu_ms") and has("memory_bytes") and
+			has("max_instructions") and has("max_output_bytes") and has("max_write_bytes") and
+			has("max_result_bytes") and has("workspace") and has("events") and has("tools") and
+			(has("max_timeout_ms") | not))'
 }
 
 @test "cli: an unknown flag is a usage error (exit 2), JSON on stdout, one line on stderr" {
@@ -138,8 +144,14 @@ start_httpd() {
 }
 
 @test "request: a flag given with --json overrides the request member" {
-	run_box_json '{"script": "while true do end", "timeout_ms": 60000, "cpu_ms": 60000}' --timeout-ms 200
+	# the operator's own request (--trust-request): the flag replaces the member
+	run_box_json '{"script": "while true do end", "timeout_ms": 60000, "cpu_ms": 60000}' \
+		--timeout-ms 200 --trust-request
 	assert_limit timeout wall 200 ms
+	# an agent's request may not set what the command line fixed, and is not offered it
+	run_box_json '{"script": "while true do end", "timeout_ms": 60000}' --timeout-ms 200
+	assert_fail policy_denied 4 '.error.path == "$.timeout_ms"'
+	run -0 jq -e '.input_schema.properties | has("timeout_ms") | not' <(box-run --describe --timeout-ms 200)
 }
 
 @test "request: malformed JSON is invalid_request on \$ (exit 2)" {
@@ -195,7 +207,7 @@ EOF
 
 @test "request: tools names a tool manifest: the script gets a tools table (box-run-tools.bats)" {
 	run_box_json "{\"script\": \"return type(tools)\",
-		\"tools\": \"$BATS_TEST_DIRNAME/fixtures/tools/codemode.json\"}"
+		\"tools\": \"$BATS_TEST_DIRNAME/fixtures/tools/codemode.json\"}" --trust-request
 	assert_ok '.result == "table"'
 }
 
@@ -256,14 +268,22 @@ EOF
 }
 
 @test "limit: timeout_ms is capped by --max-timeout-ms" {
-	run_box_json '{"script": "while true do end", "timeout_ms": 100000, "cpu_ms": 100000}' \
-		--max-timeout-ms 250
+	# the operator's own flag is clamped to the operator's cap
+	run_box -t 100000 --cpu-ms 100000 --max-timeout-ms 250 -e 'while true do end'
 	assert_limit timeout wall 250 ms
+	# the agent's request may go up to the cap, and one past it is refused before it runs
+	run_box_json '{"script": "while true do end", "timeout_ms": 250}' --max-timeout-ms 250
+	assert_limit timeout wall 250 ms
+	run_box_json '{"script": "while true do end", "timeout_ms": 251}' --max-timeout-ms 250
+	assert_fail policy_denied 4 '.error.path == "$.timeout_ms" and .error.configured == 250 and
+		.error.unit == "ms" and (has("stats") | not)'
 }
 
 @test "limit: a request cannot set max_timeout_ms (it could only raise the cap)" {
 	run_box_json '{"script": "return 1", "max_timeout_ms": 100000}'
-	assert_fail invalid_request 2 '.error.path == "$.max_timeout_ms"'
+	assert_fail policy_denied 4 '.error.path == "$.max_timeout_ms"'
+	run_box_json '{"script": "return 1", "max_timeout_ms": 100000}' --trust-request
+	assert_fail policy_denied 4 '.error.path == "$.max_timeout_ms"'
 }
 
 @test "limit: cpu_ms defaults to the timeout" {
@@ -318,6 +338,34 @@ EOF
 	assert_limit limit_exceeded write_bytes 10 bytes
 	refute_output --partial 'escaped'
 	assert_equal "$(cat "$WS/a")" 12345678
+}
+
+# Appending 15 MB in 4000-byte pieces wrote 1080 MiB on the host when every append rewrote
+# the file; the bytes written (wchar of the processes, summed into the shell that waited for
+# them) now stay near the bytes appended.
+@test "fs.append writes only the appended bytes on the host: 15 MB in 3840 pieces" {
+	sh -c 'box-run -w "$WS" -e "local p = (\"x\"):rep(3999) .. \"\\n\"
+		for i = 1, 3840 do fs.append(\"log\", p) end
+		return fs.stat(\"log\").size" >"$T/out"; cat /proc/$$/io' >"$T/io"
+	run --separate-stderr cat "$T/out"
+	assert_ok '.result == 15360000'
+	[ "$(stat -c %s "$WS/log")" = 15360000 ]
+	local wchar
+	wchar=$(sed -n 's/^wchar: //p' "$T/io")
+	echo "wchar $wchar"
+	[ "$wchar" -ge 15360000 ]
+	[ "$wchar" -lt 20000000 ]
+	[ "$(tr -d x <"$WS/log" | wc -c)" = 3840 ]
+}
+
+@test "fs.append: the quota still holds for appends in place" {
+	run_box -w "$WS" --max-write-bytes 1000 -e '
+		for i = 1, 99 do fs.append("log", "0123456789") end
+		local ok, e = pcall(fs.append, "log", "01234567890")
+		return "escaped"'
+	assert_limit limit_exceeded write_bytes 1000 bytes '.error.path == "/log"'
+	refute_output --partial 'escaped'
+	[ "$(stat -c %s "$WS/log")" = 990 ]
 }
 
 @test "limit: max_result_bytes refuses a return value too large as JSON" {
@@ -593,27 +641,146 @@ EOF
 	refute_output --partial '"result"'
 }
 
+@test "args: 100000 arguments arrive in order, in linear time" {
+	python3 -c 'import json; print(json.dumps({"script": "local v, s = {...}, 0 for i = 1, #v do s = s + v[i] end return {select(\"#\", ...), #arg, s, arg[100000]}", "args": list(range(1, 100001))}))' >"$T/req.json"
+	local t0 t1
+	t0=$(now_ms)
+	run --separate-stderr box-run --json <"$T/req.json"
+	t1=$(now_ms)
+	assert_ok '.result == [100000, 100000, 5000050000, 100000]'
+	# quadratic took 12 s here; linear takes well under a second
+	[ $((t1 - t0)) -lt 3000 ]
+	# flags: ARG... after the script (timed alone: bats' run is slow with 100000 words)
+	local words
+	words=$(seq 100000)
+	t0=$(now_ms)
+	# shellcheck disable=SC2086
+	box-run -e 'return {select("#", ...), arg[1], arg[100000]}' $words >"$T/out"
+	t1=$(now_ms)
+	run --separate-stderr cat "$T/out"
+	assert_ok '.result == [100000, "1", "100000"]'
+	[ $((t1 - t0)) -lt 3000 ]
+}
+
 @test "env: a bytecode script through --json is refused" {
 	run_box_json '{"script": "\u001bLua return 1"}'
 	assert_fail guest_error 1 '.error.message | test("binary chunk")'
 }
 
-@test "env: tostring never shows an address" {
-	run_box -e 'return {tostring({}), tostring(print), tostring(function() end),
-		tostring(coroutine.create(print)), tostring(json.null)}'
-	assert_ok '.result == ["table", "function", "function", "thread", "json.null"]'
-	refute_output --regexp '0x[0-9a-fA-F]+'
+@test "env: tostring never shows an address: objects are numbered as they are first shown" {
+	run_box -e 'local t = {}
+		return {tostring(t), tostring(print), tostring(function() end),
+		tostring(coroutine.create(print)), tostring(json.null), tostring(t),
+		tostring(setmetatable({}, {__name = "Point"})), tostring(setmetatable({}, {__name = 7}))}'
+	assert_ok '.result == ["table: 0x1", "function: 0x2", "function: 0x3", "thread: 0x4",
+		"json.null", "table: 0x1", "Point: 0x5", "table: 0x6"]'
+	refute_output --regexp '0x[0-9a-fA-F]{3,}'
+}
+
+@test "env: tostring as an identity key: 10000 tables, 10000 different names" {
+	run_box -e 'local seen, n = {}, 0
+		for i = 1, 10000 do
+			local s = tostring({})
+			if not seen[s] then seen[s] = true n = n + 1 end
+		end
+		return {n, tostring({})}'
+	assert_ok '.result == [10000, "table: 0x2711"]'
 }
 
 @test "env: print never shows an address" {
 	run_box -e 'print({}, print, coroutine.create(print), setmetatable({}, {}))'
-	assert_ok '.stdout == "table\tfunction\tthread\ttable\n"'
-	refute_output --regexp '0x[0-9a-fA-F]+'
+	assert_ok '.stdout == "table: 0x1\tfunction: 0x2\tthread: 0x3\ttable: 0x4\n"'
+	refute_output --regexp '0x[0-9a-fA-F]{3,}'
+}
+
+# print builds its line in a luaL_Buffer, which lives on the Lua stack once it outgrows its
+# first block: every size from one block to far past the output cap, one argument or many.
+@test "print: long strings from 1 KiB to 1 MiB come out whole" {
+	local n
+	for n in 1000 1024 3000 8000 8192 65535 100000 1048576; do
+		run_box --max-output-bytes 2000000 -e 'local n = ... print(string.rep("x", n)) return n' "$n"
+		assert_ok ".stdout == (\"x\" * $n + \"\\n\") and .lossy == false and .truncated == false and
+			.stats.output_bytes == $n + 1 and .total_lines == 1"
+	done
+}
+
+@test "print: many long arguments, mixed with numbers, tables and nil" {
+	run_box --max-output-bytes 2000000 -e '
+		print(("a"):rep(600), ("b"):rep(600))
+		local t = {}
+		for i = 1, 200 do t[#t + 1] = (i % 2 == 0) and ("y"):rep(i * 37) or i end
+		print(table.unpack(t))
+		print(1.5, nil, true, {}, ("z"):rep(5000), setmetatable({}, {__tostring = function() return ("w"):rep(3000) end}))
+		local parts = {}
+		for i = 1, 200 do parts[i] = tostring(t[i]) end
+		return table.concat(parts, "\t")'
+	assert_ok '(.stdout | split("\n")) as $l |
+		$l[0] == ("a" * 600) + "\t" + ("b" * 600) and
+		$l[1] == .result and
+		$l[2] == "1.5\tnil\ttrue\ttable: 0x1\t" + ("z" * 5000) + "\t" + ("w" * 3000) and
+		$l[3] == "" and (.stdout | length) == .stats.output_bytes and .lossy == false'
+}
+
+@test "print: NUL bytes stay in stdout and in the events" {
+	run_box -e 'print("a\0b", "\0") print(("\0"):rep(3))'
+	assert_ok '.stdout == "a\u0000b\t\u0000\n\u0000\u0000\u0000\n" and .stats.output_bytes == 10 and .lossy == false'
+	run_box --events -e 'print("x\0y")'
+	assert_equal "$status" 0
+	assert_line --index 0 '{"event":"stdout","data":"x\u0000y\n"}'
+}
+
+@test "print: 250 arguments and 10000 calls of long lines, counted exactly" {
+	run_box --max-output-bytes 300000 -e '
+		local args = {}
+		for i = 1, 250 do args[i] = ("q"):rep(100) end
+		print(table.unpack(args))
+		for i = 1, 10000 do print(("r"):rep(i % 300)) end'
+	assert_ok '.truncated == true and .total_lines == 10001 and
+		.stats.output_bytes == 25250 + 10000 + ([range(1; 10001)] | map(. % 300) | add) and
+		(.stdout | startswith(("q" * 100) + "\t" + ("q" * 100))) and .lossy == false'
 }
 
 @test "env: string.format %s of a table shows no address" {
-	run_box -e 'return string.format("%s|%s|%10s", {}, print, {})'
-	assert_ok '.result == "table|function|     table"'
+	run_box -e 'local t = {} return string.format("%s|%s|%14s|%s", t, print, {}, t)'
+	assert_ok '.result == "table: 0x1|function: 0x2|    table: 0x3|table: 0x1"'
+}
+
+@test "env: string.format errors name 'format' and the script's line, as in Lua" {
+	run_box -e 'local ok1, e1 = pcall(function() return string.format("%d", "x") end)
+		local ok2, e2 = pcall(function() return ("%d"):format({}) end)
+		local ok3, e3 = pcall(string.format, "%d", 1.5)
+		local ok4, e4 = pcall(function() return string.format("%y", 1) end)
+		local ok5, e5 = pcall(function() return string.format("%d") end)
+		return {e1, e2, e3, e4, e5}'
+	assert_ok '.result == [
+		"script:1: bad argument #2 to '"'format'"' (number expected, got string)",
+		"script:2: bad argument #1 to '"'format'"' (number expected, got table)",
+		"bad argument #2 to '"'string.format'"' (number has no integer representation)",
+		"script:4: invalid conversion '"'%y'"' to '"'format'"'",
+		"script:5: bad argument #2 to '"'format'"' (no value)"]'
+	run_box -e 'string.format("%d", "x")'
+	assert_fail guest_error 1 '.error.message == "script:1: bad argument #2 to '"'format'"' (number expected, got string)"'
+}
+
+@test "env: box's own functions are named in their errors as the standard ones are" {
+	run_box -w "$WS" -e '
+		local r = {}
+		for _, f in ipairs({json.encode, json.decode, base64.encode, base64.decode, fs.read,
+				fs.write, fs.append, fs.exists}) do
+			r[#r + 1] = select(2, pcall(f))
+		end
+		r[#r + 1] = select(2, pcall(function() return base64.decode({}) end))
+		return r'
+	assert_ok '.result == [
+		"bad argument #1 to '"'json.encode'"' (value expected)",
+		"bad argument #1 to '"'json.decode'"' (string expected, got no value)",
+		"bad argument #1 to '"'base64.encode'"' (string expected, got no value)",
+		"bad argument #1 to '"'base64.decode'"' (string expected, got no value)",
+		"bad argument #1 to '"'fs.read'"' (string expected, got no value)",
+		"bad argument #1 to '"'fs.write'"' (string expected, got no value)",
+		"bad argument #1 to '"'fs.append'"' (string expected, got no value)",
+		"bad argument #1 to '"'fs.exists'"' (string expected, got no value)",
+		"script:7: bad argument #1 to '"'decode'"' (string expected, got table)"]'
 }
 
 @test "env: string.format %p is refused, also as a method and with flags" {
@@ -628,9 +795,9 @@ EOF
 
 @test "env: an error with a table value shows no address" {
 	run_box -e 'error({})'
-	assert_fail guest_error 1 '.error.message == "table"'
-	refute_output --regexp '0x[0-9a-fA-F]+'
-	refute_regex "$stderr" '0x[0-9a-fA-F]+'
+	assert_fail guest_error 1 '.error.message == "table: 0x1"'
+	refute_output --regexp '0x[0-9a-fA-F]{3,}'
+	refute_regex "$stderr" '0x[0-9a-fA-F]{3,}'
 }
 
 @test "env: a script error is guest_error (exit 1) with its message" {
@@ -810,6 +977,46 @@ EOF
 		local ok2 = pcall(json.encode, {print})
 		return {ok1, e1, ok2}'
 	assert_ok '.result[0] == false and (.result[1] | test("cycle")) and .result[2] == false'
+}
+
+@test "json: json.object() and json.array() say what an empty table becomes" {
+	run_box -e '
+		local o, a = json.object(), json.array()
+		local filled = json.object({1, 2})
+		local ok, e = pcall(json.encode, json.array({x = 1}))
+		local ok2, e2 = pcall(json.object, 5)
+		return {json.encode(o), json.encode(a), json.encode({}), json.encode(filled),
+			json.encode(json.array({1, 2})), ok, e, ok2, e2, o, a,
+			json.encode(setmetatable({}, {__jsontype = "object"})),
+			json.encode({x = setmetatable({}, {__jsontype = "array"})}),
+			json.object() ~= json.object()}'
+	assert_ok '.result == ["{}", "[]", "[]", "{\"1\":1,\"2\":2}", "[1,2]", false,
+		"json.encode: table marked as an array is not a sequence 1..n at $",
+		false, "bad argument #1 to '"'json.object'"' (table expected, got number)",
+		{}, [], "{}", "{\"x\":[]}", true]'
+}
+
+@test "json: what json.decode made goes back out the same: {} stays {}" {
+	run_box -e '
+		local texts = {"{}", "[]", "{\"a\":{},\"b\":[],\"c\":[{},[]],\"d\":{\"e\":{}}}",
+			"[{}]", "{\"1\":\"x\"}"}
+		local out = {}
+		for i, t in ipairs(texts) do out[i] = json.encode(json.decode(t)) == t end
+		local d = json.decode("{}")
+		d[1] = "still an object"
+		out[#out + 1] = json.encode(d)
+		return {out, json.decode("{\"k\":{}}")}'
+	assert_ok '.result == [[true, true, true, true, true, "{\"1\":\"still an object\"}"], {"k": {}}]'
+}
+
+@test "json: \\u0000 in a JSON string is refused with its error; encoding a NUL is fine" {
+	run_box -e '
+		local ok, e = pcall(json.decode, "[\"a\\u0000b\"]")
+		return {ok, e, json.encode("a\0b"), "a\0b"}'
+	assert_ok '.result == [false, "json.decode: JSON strings containing \\u0000 are not supported",
+		"\"a\\u0000b\"", "a\u0000b"]'
+	run_box_json '{"script": "return ...", "args": ["a\u0000b"]}'
+	assert_fail invalid_request 2 '.error.message | test("u0000")'
 }
 
 @test "base64: encode and decode round trip binary data" {
@@ -1119,8 +1326,9 @@ RACE_SCRIPT='
 # Known limit, documented in box-run(1): while another process keeps renaming a hard link to an
 # outside file over a workspace name, ext4 can report a passing link count mid-rename, so a
 # read can (rarely: about 1 in 10^4 here) return the outside file. Writes never reach it: write
-# and append replace the name and never write an existing inode. This test holds the write
-# side; the read side is the open issue it names.
+# and a first append replace the name, and later appends write in place only into the file the
+# first one created, while the name still leads to it. This test holds the write side; the read
+# side is the open issue it names.
 @test "workspace: a hard link swapped in while the script runs is never written through" {
 	echo 'TOPSECRET-race' >"$OUTSIDE/secret.txt"
 	local before

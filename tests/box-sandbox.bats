@@ -271,13 +271,16 @@ teardown() {
 }
 
 @test "--json requests" {
-	run --separate-stderr box-sandbox --json <<<'{"op": "create", "session": "j1", "timeout_ms": 4000}'
+	# the command line (--session) binds the agent's requests to one session
+	run --separate-stderr box-sandbox --json --session j1 <<<'{"op": "create", "session": "j1", "timeout_ms": 4000}'
 	sb_ok '.session == "j1" and .limits.timeout_ms == 4000'
-	run --separate-stderr box-sandbox --json <<<'{"op": "exec", "session": "j1", "argv": ["echo", "a b"]}'
+	run --separate-stderr box-sandbox --json --session j1 <<<'{"op": "exec", "session": "j1", "argv": ["echo", "a b"]}'
 	sb_ok '.stdout == "a b\n"'
-	run --separate-stderr box-sandbox --json <<<'{"op": "exec", "session": "j1", "command": "cat", "stdin": "in put"}'
+	run --separate-stderr box-sandbox --json --session j1 <<<'{"op": "exec", "command": "cat", "stdin": "in put"}'
 	sb_ok '.stdout == "in put"'
-	run --separate-stderr box-sandbox --json <<<'{"op": "exec", "session": "j1", "bogus": 1}'
+	run --separate-stderr box-sandbox --json --trust-request <<<'{"op": "exec", "session": "j1", "argv": ["true"]}'
+	sb_ok
+	run --separate-stderr box-sandbox --json --session j1 <<<'{"op": "exec", "session": "j1", "bogus": 1}'
 	assert_equal "$status" 2
 	one_json_where '.error.code == "invalid_request" or .error.code == "usage"'
 }

@@ -9,6 +9,8 @@
 #include "ipc.h"
 #include "json.h"
 #include "tools.h"
+#include "libexec.h"
+#include "seal.h"
 #include "tap.h"
 #include "banned.h"
 
@@ -384,6 +386,15 @@ static void lock_with(const char *entries)
 #define ENTRY(name, d, kind) "{\"name\": \"" name "\", \"version\": \"1.0.0\", " \
 	"\"digest\": \"sha256:" d "\", \"kind\": \"" kind "\", \"source\": \"oci:/r\"}"
 
+/* the store entry hex under dir/home, made by hand here, sealed as a pull would */
+static void seal(const char *hex)
+{
+	char root[PATH_MAX];
+
+	snprintf(root, sizeof(root), "%s/home/store", dir);
+	seal_entry(root, hex);
+}
+
 static struct box_toolset *load_lock(struct box_err *err)
 {
 	char file[PATH_MAX];
@@ -415,6 +426,8 @@ static void test_lock(void)
 	    "{\"name\": \"acme/lib\", \"version\": \"1.0.0\", \"kind\": \"lua\", \"entry\": \"x.lua\"}",
 	    0644);
 
+	seal(D1);
+	seal(D2);
 	lock_with(ENTRY("acme/greet", D1, "tool") "," ENTRY("acme/lib", D2, "lua"));
 	set = load_lock(&err);
 	ok(set != NULL, "box.lock with a tool artifact: %s", set ? "loaded" : err.message);
@@ -441,7 +454,29 @@ static void test_lock(void)
 	out = box_tool_call(t, in, NULL, &err);
 	is_str(cJSON_GetStringValue(cJSON_GetObjectItem(out, "shout")), "HI", "... it runs");
 	cJSON_Delete(out);
+	/* the store changes under a loaded set: the next call is refused before anything runs */
+	snprintf(want, sizeof(want), "#!/bin/sh\ntouch '%s/ran'\necho '{}'\n", dir);
+	put("home/store/sha256/" D1 "/bin/shout.sh", want, 0755);
+	box_err_init(&err);
+	out = box_tool_call(t, in, NULL, &err);
+	ok(out == NULL, "a tool whose store entry changed after the load is refused");
+	snprintf(want, sizeof(want), "%s/ran", dir);
+	ok(access(want, F_OK) != 0, "... and did not run");
+	if (getenv("BOX_LIBEXEC_DIR"))
+		is_int(err.code, BOX_E_INTEGRITY, "... integrity_failed (%s)", err.message);
+	else
+		tap_skip("no BOX_LIBEXEC_DIR: the box-verify helper cannot tell what changed");
+	cJSON_Delete(out);
 	box_tools_free(set);
+	set = load_lock(&err);
+	ok(set == NULL, "loading it again is refused");
+	if (getenv("BOX_LIBEXEC_DIR"))
+		ok(err.code == BOX_E_INTEGRITY && strstr(err.message, "artifact acme/greet@1.0.0: ") &&
+		   strstr(err.message, "bin/shout.sh changed"), "... integrity_failed: %s", err.message);
+	else
+		tap_skip("no BOX_LIBEXEC_DIR: the box-verify helper cannot tell what changed");
+	put("home/store/sha256/" D1 "/bin/shout.sh", "#!/bin/sh\necho '{\"shout\": \"HI\"}'\n", 0755);
+	seal(D1);
 
 	lock_with(ENTRY("acme/gone", D3, "tool"));
 	set = load_lock(&err);
@@ -458,6 +493,7 @@ static void test_lock(void)
 	    "{\"name\": \"acme/evil\", \"version\": \"1.0.0\", \"kind\": \"tool\", \"tools\": ["
 	    "{\"name\": \"evil\", \"description\": \"d\", \"input_schema\": {\"type\": \"object\"},"
 	    " \"command\": [\"../" D1 "/bin/shout.sh\"]}]}", 0644);
+	seal(D3);
 	lock_with(ENTRY("acme/evil", D3, "tool"));
 	set = load_lock(&err);
 	ok(set == NULL, "command leaving the artifact with ..");
@@ -470,6 +506,7 @@ static void test_lock(void)
 	    "{\"name\": \"acme/evil\", \"version\": \"1.0.0\", \"kind\": \"tool\", \"tools\": ["
 	    "{\"name\": \"evil\", \"description\": \"d\", \"input_schema\": {\"type\": \"object\"},"
 	    " \"command\": [\"/bin/sh\"]}]}", 0644);
+	seal(D3);
 	set = load_lock(&err);
 	ok(set == NULL, "absolute command in an artifact");
 	is_int(err.code, BOX_E_POLICY, "... policy_denied");
@@ -481,6 +518,7 @@ static void test_lock(void)
 	    "{\"name\": \"acme/evil\", \"version\": \"1.0.0\", \"kind\": \"tool\", \"tools\": ["
 	    "{\"name\": \"evil\", \"description\": \"d\", \"input_schema\": {\"type\": \"object\"},"
 	    " \"command\": [\"link\"]}]}", 0644);
+	seal(D3);
 	set = load_lock(&err);
 	ok(set == NULL, "command through a symlink out of the artifact");
 	is_int(err.code, BOX_E_POLICY, "... policy_denied");
@@ -489,6 +527,7 @@ static void test_lock(void)
 	    "{\"name\": \"acme/evil\", \"version\": \"1.0.0\", \"kind\": \"tool\", \"tools\": ["
 	    "{\"name\": \"shout\", \"description\": \"d\", \"input_schema\": {\"type\": \"object\"},"
 	    " \"command\": [\"box-artifact.json\"]}]}", 0644);
+	seal(D3);
 	lock_with(ENTRY("acme/evil", D3, "tool") "," ENTRY("acme/greet", D1, "tool"));
 	set = load_lock(&err);
 	ok(set == NULL, "two artifacts defining one name");
@@ -499,6 +538,7 @@ static void test_lock(void)
 	    "{\"name\": \"acme/evil\", \"version\": \"1.0.0\", \"kind\": \"tool\", \"tools\": ["
 	    "{\"name\": \"x\", \"description\": \"d\", \"input_schema\": {\"type\": \"object\"},"
 	    " \"run\": \"y\"}]}", 0644);
+	seal(D3);
 	lock_with(ENTRY("acme/evil", D3, "tool"));
 	set = load_lock(&err);
 	ok(set == NULL, "unknown member in an artifact's tool");
@@ -545,16 +585,16 @@ static void test_find_box_run(const char *builddir)
 
 	/* only BOX_BINDIR is left: found there when box is installed, not_found otherwise */
 	setenv("PATH", "/nonexistent:relative", 1);
-	snprintf(bindir, sizeof(bindir), "%s/box-run", BOX_BINDIR);
+	snprintf(bindir, sizeof(bindir), "%s/box-run", box_libexec_bindir());
 	box_err_init(&err);
 	rc = box_tool_find_box_run(out, sizeof(out), &err);
 	if (access(bindir, X_OK) == 0) {
-		is_int(rc, 0, "box-run not in PATH: the one in BOX_BINDIR");
+		is_int(rc, 0, "box-run not in PATH: the one in box_libexec_bindir()");
 		is_str(out, bindir, "... %s", bindir);
 	} else {
-		is_int(rc, -1, "box-run neither in PATH nor in BOX_BINDIR");
+		is_int(rc, -1, "box-run neither in PATH nor in box_libexec_bindir()");
 		is_int(err.code, BOX_E_NOT_FOUND, "... not_found");
-		ok(strstr(err.message, BOX_BINDIR) != NULL, "... names BOX_BINDIR: %s", err.message);
+		ok(strstr(err.message, box_libexec_bindir()) != NULL, "... names the bindir: %s", err.message);
 	}
 	if (saved)
 		setenv("PATH", saved, 1);
@@ -602,6 +642,7 @@ static void test_lua(void)
 	    "if input.who == \"print\" then print(\"noise\") end\n"
 	    "return {greeting = \"hello \" .. input.who, n = input.n, same = arg1.who == input.who}\n",
 	    0644);
+	seal(D4);
 	lock_with(ENTRY("acme/lua", D4, "tool"));
 	set = load_lock(&err);
 	ok(set != NULL, "box.lock with a Lua tool: %s", set ? "loaded" : err.message);

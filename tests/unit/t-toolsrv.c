@@ -13,6 +13,7 @@
 #include "json.h"
 #include "toolsrv.h"
 #include "tools.h"
+#include "seal.h"
 #include "tap.h"
 #include "banned.h"
 
@@ -448,6 +449,8 @@ static struct box_toolset *lua_set(void)
 	snprintf(path, sizeof(path), "%s/home/store/sha256/" LUA_DIGEST "/main.lua", dir);
 	if (write_file(path, "return {greeting = \"hello \" .. input.who, n = input.n}\n") < 0)
 		return NULL;
+	snprintf(path, sizeof(path), "%s/home/store", dir);
+	seal_entry(path, LUA_DIGEST);
 	snprintf(path, sizeof(path), "%s/box.lock", dir);
 	if (write_file(path, "{\"lock_version\": 1, \"artifacts\": [{\"name\": \"acme/greet\", "
 		       "\"version\": \"1.0.0\", \"digest\": \"sha256:" LUA_DIGEST "\", "

@@ -1,6 +1,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <signal.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -569,6 +571,126 @@ static int under_valgrind(void)
 	return getenv("BOX_UNDER_VALGRIND") || (p && strstr(p, "vgpreload"));
 }
 
+
+static ino_t host_ino(const char *path)
+{
+	struct stat st;
+
+	return lstat(path, &st) == 0 ? st.st_ino : 0;
+}
+
+static void append_ok(struct box_ws *ws, const char *path, const char *text, const char *what)
+{
+	struct box_err err;
+
+	box_err_init(&err);
+	if (!is_int(box_ws_write(ws, path, text, strlen(text), 1, &err), 0, "%s", what))
+		printf("# %s\n", err.message);
+}
+
+/* Appends after the first write only their bytes, into the file the first one made, and only
+ * while the name still leads to it. */
+static void test_append_in_place(void)
+{
+	struct box_ws ws;
+	struct box_err err;
+	struct rlimit old, small;
+	ino_t ino;
+	char p[256];
+
+	box_err_init(&err);
+	if (box_ws_open(&ws, wsdir, 1 << 20, &err) < 0)
+		bail("box_ws_open");
+	host_write(in_ws("ap"), "OLD\n");
+	append_ok(&ws, "ap", "one\n", "first append: old content and the bytes, a new file");
+	ino = host_ino(in_ws("ap"));
+	append_ok(&ws, "/ap", "two\n", "second append");
+	append_ok(&ws, "/workspace/ap", "three\n", "third append, by another name of the same path");
+	is_str(host_read(in_ws("ap")), "OLD\none\ntwo\nthree\n", "  content in order");
+	ok(host_ino(in_ws("ap")) == ino, "  written in place: the same inode");
+	is_int(ws.written, 14, "  the quota counts the appended bytes only");
+
+	/* another process appends too: both ends are kept */
+	{
+		int fd = open(in_ws("ap"), O_WRONLY | O_APPEND);
+
+		if (fd < 0 || write(fd, "host\n", 5) != 5)
+			bail("host append");
+		close(fd);
+	}
+	append_ok(&ws, "ap", "four\n", "append after a host append");
+	is_str(host_read(in_ws("ap")), "OLD\none\ntwo\nthree\nhost\nfour\n", "  at the real end");
+
+	/* the name replaced by another file: start over from that file */
+	host_write(in_ws("ap.new"), "NEW\n");
+	snprintf(p, sizeof(p), "%s", in_ws("ap.new"));
+	if (rename(p, in_ws("ap")) < 0)
+		bail("rename");
+	ino = host_ino(in_ws("ap"));
+	append_ok(&ws, "ap", "five\n", "append after the name was replaced");
+	is_str(host_read(in_ws("ap")), "NEW\nfive\n", "  the new file's content, then the bytes");
+	ok(host_ino(in_ws("ap")) != ino, "  in a new file: the one renamed in is not written");
+	ino = host_ino(in_ws("ap"));
+	append_ok(&ws, "ap", "six\n", "and in place again");
+	ok(host_ino(in_ws("ap")) == ino, "  same inode");
+
+	/* a hard link to an outside file renamed over the name: refused, outside untouched */
+	snprintf(p, sizeof(p), "%s", in_ws("ap.hard"));
+	if (link(outside, p) < 0 || rename(p, in_ws("ap")) < 0)
+		bail("link");
+	write_fails(&ws, "ap", 1, BOX_E_POLICY);
+	is_str(host_read(outside), "OUTSIDE", "  hard link renamed over: outside untouched");
+	if (unlink(in_ws("ap")) < 0)
+		bail("unlink");
+
+	/* a hard link made to the kept file: no longer written in place (refused as any
+	 * hard-linked file) */
+	append_ok(&ws, "ap2", "a\n", "new file ap2");
+	snprintf(p, sizeof(p), "%s/ap2.link", outdir);
+	if (link(in_ws("ap2"), p) < 0)
+		bail("link ap2");
+	write_fails(&ws, "ap2", 1, BOX_E_POLICY);
+	is_str(host_read(p), "a\n", "  the other name sees nothing new");
+	unlink(p);
+
+	/* a symlink put at the name: replaced by a file, as a first append does */
+	append_ok(&ws, "ap3", "a\n", "new file ap3");
+	if (unlink(in_ws("ap3")) < 0)
+		bail("unlink ap3");
+	host_symlink(outside, "ap3");
+	append_ok(&ws, "ap3", "b\n", "append after a symlink replaced the name");
+	is_str(host_read(outside), "OUTSIDE", "  symlink target untouched");
+	is_str(host_read(in_ws("ap3")), "b\n", "  the name is a file again");
+
+	/* more files than are kept open: each still right */
+	for (int round = 0; round < 2; round++)
+		for (int i = 0; i < BOX_WS_APPEND_FILES + 2; i++) {
+			char name[32];
+
+			snprintf(name, sizeof(name), "many%d", i);
+			append_ok(&ws, name, "x", "append to one of many files");
+		}
+	is_str(host_read(in_ws("many0")), "xx", "  many0 has both");
+	is_str(host_read(in_ws("many5")), "xx", "  many5 has both");
+
+	/* a failing in-place append leaves the file as it was */
+	append_ok(&ws, "big", "0123456789", "file for the size limit");
+	if (getrlimit(RLIMIT_FSIZE, &old) < 0)
+		bail("getrlimit");
+	small = old;
+	small.rlim_cur = 16;
+	signal(SIGXFSZ, SIG_IGN);
+	if (setrlimit(RLIMIT_FSIZE, &small) < 0)
+		bail("setrlimit");
+	is_int(box_ws_write(&ws, "big", "ABCDEFGHIJ", 10, 1, &err), -1,
+	       "an append that fails half-way fails");
+	code_is(&err, BOX_E_IO, "append past RLIMIT_FSIZE");
+	setrlimit(RLIMIT_FSIZE, &old);
+	signal(SIGXFSZ, SIG_DFL);
+	is_str(host_read(in_ws("big")), "0123456789", "  cut back to what it was");
+	box_ws_release(&ws);
+}
+
 int main(void)
 {
 	struct box_ws ws;
@@ -596,6 +718,7 @@ int main(void)
 	test_walk(&ws);
 	box_ws_release(&ws);
 	test_quota();
+	test_append_in_place();
 
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", base);
 	if (system(cmd) != 0)
