@@ -13,9 +13,6 @@
 #include "banned.h"
 
 static const struct box_field fields[] = {
-	{ "policy", BOX_F_STRING, 0, 4096, 0,
-	  "the operator's policy file (default $BOX_POLICY); its \"box-mcp\" section decides the "
-	  "tools", "FILE", 1 },
 	{ "http_port", BOX_F_INT, 0, 65535, 0,
 	  "serve Streamable HTTP at http://127.0.0.1:PORT/mcp instead of stdio (0: any free port, "
 	  "printed on stderr)", "PORT", 1 },
@@ -50,6 +47,15 @@ static int take_describe(int *argc, char **argv)
 			return 1;
 		}
 	return 0;
+}
+
+/* The policy file cli.c read (--policy or $BOX_POLICY, already checked as a whole), whose
+ * "box-mcp" section box_mcp_config_load reads; NULL for the built-in policy. */
+static const char *policy_file(void)
+{
+	const char *s = box_cli_trust()->source;
+
+	return strcmp(s, "built-in") == 0 ? NULL : s;
 }
 
 static void listening(void *ctx, int port)
@@ -113,8 +119,7 @@ int main(int argc, char **argv)
 	}
 	if (box_mcp_find_binary("box-run", run, sizeof(run), &err) < 0 ||
 	    box_mcp_find_binary("box-sandbox", sandbox, sizeof(sandbox), &err) < 0 ||
-	    box_mcp_config_load(&cfg, box_json_get_str(req, "policy", NULL), run, sandbox,
-				&err) < 0) {
+	    box_mcp_config_load(&cfg, policy_file(), run, sandbox, &err) < 0) {
 		cJSON_Delete(req);
 		return box_cli_fail(&cli, &err);
 	}

@@ -10,6 +10,7 @@
 #include "mcptools.h"
 #include "buf.h"
 #include "json.h"
+#include "libexec.h"
 #include "mcpchild.h"
 #include "proc.h"
 #include "tools.h"
@@ -79,13 +80,10 @@ const char *const box_mcp_builtin_names[] = {
 
 /*
  * Members box-mcp sets itself, never the agent: the output mode, the operation and the session
- * (the command line binds it). Also withheld are the members that reach the host (a host
- * directory, the network, the operator's tools): they are the operator's (DESIGN.md, trust),
- * and a --describe that follows the policy only offers them when the operator granted them.
+ * (the command line binds it). Everything else is what the binary's --describe offers, which
+ * follows the operator's policy: what the agent may set, caps as maximums.
  */
 static const char *const own_members[] = { "events", "op", "session", NULL };
-static const char *const host_members[] = { "workspace", "allow", "allow_private_network",
-					    "tools", "max_timeout_ms", NULL };
 
 static int in_list(const char *const *list, const char *s)
 {
@@ -278,7 +276,7 @@ static cJSON *input_schema(const struct builtin *b, const cJSON *request)
 		goto oom;
 	cJSON_AddStringToObject(s, "type", "object");
 	cJSON_ArrayForEach(p, props) {
-		if (in_list(own_members, p->string) || in_list(host_members, p->string))
+		if (in_list(own_members, p->string))
 			continue;
 		if (b->members && !in_list(b->members, p->string))
 			continue;
@@ -647,24 +645,16 @@ int box_mcp_session_new(const char *prefix, char *out, size_t n, struct box_err 
 
 int box_mcp_find_binary(const char *name, char *out, size_t n, struct box_err *err)
 {
-	char self[PATH_MAX];
-	ssize_t len = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	const char *self = box_libexec_self_dir();
 
-	if (len > 0) {
-		char *slash;
-
-		self[len] = 0;
-		slash = strrchr(self, '/');
-		if (slash) {
-			*slash = 0;
-			box_fmt(out, n, "%s/%s", self, name);
-			if (access(out, X_OK) == 0)
-				return 0;
-		}
+	if (self[0]) {
+		box_fmt(out, n, "%s/%s", self, name);
+		if (box_libexec_is_program(out))
+			return 0;
 	}
-	box_fmt(out, n, "%s/%s", BOX_BINDIR, name);
-	if (access(out, X_OK) == 0)
+	box_fmt(out, n, "%s/%s", box_libexec_bindir(), name);
+	if (box_libexec_is_program(out))
 		return 0;
 	return box_err_set(err, BOX_E_NOT_FOUND, "%s not found next to box-mcp nor in %s", name,
-			   BOX_BINDIR);
+			   box_libexec_bindir());
 }

@@ -53,8 +53,8 @@ extern const char *const box_mcp_builtin_names[];
  * Reads the operator's policy (policy_path, else $BOX_POLICY, else none) and builds the tool
  * catalog: for run_lua the input schema box-run --describe prints and for the sandbox tools
  * the members of box-sandbox --describe's that the operation takes (both run with the
- * policy passed through, so they describe what the agent may set), less the members box-mcp
- * itself sets (events, op, session). box_run and box_sandbox are the executables to run.
+ * policy passed through, so they describe what the agent may set under it), less the members
+ * box-mcp itself sets (events, op, session). box_run and box_sandbox are the executables to run.
  *
  * The "box-mcp" section of the policy (all optional; any other member is refused):
  *   "tools": [NAME...]   the built-in tools granted (default run_lua, sandbox_exec,
