@@ -112,9 +112,12 @@ int main(int argc, char **argv)
 	if (!box_cli_start(&cli, argc, argv, &req, &rest, &status))
 		return status;
 	box_err_init(&err);
-	if (rest < argc) {
+	if (rest < argc || box_cli_agent()) {
 		cJSON_Delete(req);
-		box_err_set(&err, BOX_E_USAGE, "unexpected argument '%.64s'", argv[rest]);
+		if (rest < argc)
+			box_err_set(&err, BOX_E_USAGE, "unexpected argument '%.64s'", argv[rest]);
+		else
+			box_err_set(&err, BOX_E_USAGE, "--json: box-mcp reads MCP messages, not a request");
 		return box_cli_fail(&cli, &err);
 	}
 	if (box_mcp_find_binary("box-run", run, sizeof(run), &err) < 0 ||

@@ -400,6 +400,11 @@ policy() {
 	run --separate-stderr box-mcp --describe
 	assert_success
 	one_json_where '[.tools[].name] | length == 5'
+	run --separate-stderr box-mcp --json <<<'{}'
+	assert_failure 2
+	one_json_where '.error.code == "usage"'
+	run --separate-stderr box-mcp stray
+	assert_failure 2
 }
 
 @test "a flood of garbage and requests gets an answer each and box-mcp goes on" {
