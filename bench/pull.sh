@@ -46,6 +46,44 @@ v = json.load(sys.stdin)
 for k in sys.argv[1].split('.'): v = v[k]
 print(v)" "$1"; }
 
+echo "== start-up: box-pull and box-lock of a small, cached artifact in a local layout vs cat"
+# a local layout loads no libcurl (the remote client is the box-registry helper): whole-process
+# time of a pull that finds everything in the store, against cat of its box-artifact.json
+su=$tmp/startup
+mkdir -p "$su/art"
+echo hello >"$su/art/README"
+printf '{"name":"tiny","version":"1.0.0","kind":"skill"}\n' >"$su/art/box-artifact.json"
+"$build/box-pack" --registry "oci:$su/layout" "$su/art" >/dev/null
+printf '{"registry":"oci:%s","artifacts":{"tiny":"^1"}}\n' "$su/layout" >"$su/box.json"
+"$build/box-lock" --manifest "$su/box.json" --lock "$su/box.lock" >/dev/null
+"$build/box-pull" --frozen --lock "$su/box.lock" >/dev/null
+hyperfine -N -w 5 -r "${BENCH_STARTUP_RUNS:-200}" --export-json "$tmp/startup.json" \
+	"'$build/box-pull' --frozen --lock '$su/box.lock'" \
+	"'$build/box-lock' verify --lock '$su/box.lock'" \
+	"'$build/box-pull' --version" \
+	"cat '$su/art/box-artifact.json'" \
+	"'$build/box-registry' --version" \
+	>/dev/null 2>&1 || { echo "hyperfine failed (start-up)" >&2; exit 1; }
+p=$(median "$tmp/startup.json" 0); v=$(median "$tmp/startup.json" 1)
+w=$(median "$tmp/startup.json" 2); c=$(median "$tmp/startup.json" 3)
+h=$(median "$tmp/startup.json" 4)
+printf 'shared libraries: box-pull %d, box-lock %d, box-pack %d (box-registry %d)\n' \
+	"$(ldd "$build/box-pull" | wc -l)" "$(ldd "$build/box-lock" | wc -l)" \
+	"$(ldd "$build/box-pack" | wc -l)" "$(ldd "$build/box-registry" | wc -l)"
+printf 'box-pull --frozen, cached, oci: %.2f ms; cat %.2f ms: ratio %s\n' \
+	"$(python3 -c "print($p*1000)")" "$(python3 -c "print($c*1000)")" "$(ratio "$p" "$c")"
+printf 'box-lock verify, oci: %.2f ms: ratio %s to cat\n' "$(python3 -c "print($v*1000)")" \
+	"$(ratio "$v" "$c")"
+printf 'box-pull --version: %.2f ms: ratio %s to cat\n' "$(python3 -c "print($w*1000)")" \
+	"$(ratio "$w" "$c")"
+# what every start-up paid before: the helper alone (stdin at its end) loads libcurl
+printf 'box-registry --version (libcurl): %.2f ms: ratio %s to cat\n' \
+	"$(python3 -c "print($h*1000)")" "$(ratio "$h" "$c")"
+rm -rf "$BOX_HOME/store"
+if [ -n "${BENCH_STARTUP_ONLY:-}" ]; then
+	exit 0
+fi
+
 echo "== making a ${mb} MB artifact (seeded, the same tree on every run)"
 art=$tmp/art
 python3 - "$art" "$mb" <<'EOF'

@@ -14,10 +14,12 @@ static const struct box_cli cli = {
 		    "[OPTIONS] update [NAME...]\n"
 		    "[OPTIONS] verify\n"
 		    "[OPTIONS] check --frozen\n"
+		    "[OPTIONS] gc [LOCKFILE...]\n"
 		    "--json [OPTIONS] < REQUEST.json",
 	.description = "Resolve the version ranges of box.json into exact versions and digests in "
 		       "box.lock; verify the store against the lockfile; check the lockfile "
-		       "against box.json without a registry.",
+		       "against box.json without a registry; remove store entries no lockfile "
+		       "pins.",
 	.fields = box_resolve_fields,
 	.request_schema = box_lock_request_schema,
 	.result_schema = box_lock_result_schema,
@@ -47,8 +49,11 @@ int main(int argc, char **argv)
 		cJSON_AddStringToObject(req, "command", command);
 	}
 	if (rest < argc) {
-		cJSON_DeleteItemFromObjectCaseSensitive(req, "names");
-		cJSON_AddItemToObject(req, "names",
+		/* gc LOCKFILE...: the lockfiles to keep; update NAME...: the pins to move */
+		const char *key = command && strcmp(command, "gc") == 0 ? "locks" : "names";
+
+		cJSON_DeleteItemFromObjectCaseSensitive(req, key);
+		cJSON_AddItemToObject(req, key,
 				      cJSON_CreateStringArray((const char *const *)argv + rest,
 							      argc - rest));
 	}

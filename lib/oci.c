@@ -814,6 +814,71 @@ static int find_tag(struct box_oci *o, const char *ref, char dg[BOX_OCI_DIGEST_L
 	return r;
 }
 
+/*
+ * Other OCI tools (skopeo copy ... oci:DIR:TAG, oras, crane) tag with the bare TAG in
+ * org.opencontainers.image.ref.name. 1 when descriptor d holds a box artifact whose config
+ * names name, 0 when not: such a tag is simply not name's, never an error.
+ */
+static int bare_holds(struct box_oci *o, const cJSON *d, const char *name)
+{
+	struct box_buf b = BOX_BUF_INIT(BOX_OCI_MANIFEST_MAX);
+	const char *dd = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(d, "digest"));
+	struct box_oci_artifact a;
+	struct box_err e;
+	int64_t size = -1;
+	cJSON *cfg = NULL;
+	int fd, r = 0;
+
+	box_err_init(&e);
+	if (!digest_ok(dd))
+		return 0;
+	if (!box_json_int64(cJSON_GetObjectItemCaseSensitive(d, "size"), &size))
+		size = -1;
+	if (read_manifest(o, dd, size, &b, &e) < 0 ||
+	    box_oci_artifact_parse(b.data ? b.data : "", b.len, &a, &e) < 0 ||
+	    a.config_size > BOX_OCI_MANIFEST_MAX)
+		goto out;
+	fd = box_oci_open_blob(o, a.config_digest, &size, &e);
+	if (fd < 0)
+		goto out;
+	box_buf_release(&b);
+	box_buf_init(&b, BOX_OCI_MANIFEST_MAX);
+	r = box_buf_read_fd(&b, fd, &e);
+	close(fd);
+	if (r < 0) {
+		r = 0;
+		goto out;
+	}
+	cfg = box_json_parse(b.data ? b.data : "", b.len, &e);
+	r = cfg && strcmp(box_json_get_str(cfg, "name", ""), name) == 0;
+out:
+	cJSON_Delete(cfg);
+	box_buf_release(&b);
+	return r;
+}
+
+/* The descriptor tagged with the bare tag whose box artifact is name's. */
+static int find_bare(struct box_oci *o, const char *name, const char *tag,
+		     char dg[BOX_OCI_DIGEST_LEN], int64_t *size)
+{
+	const cJSON *index = cached_index(o, &(struct box_err){ 0 });
+	const cJSON *d;
+
+	if (!index)
+		return -1;
+	cJSON_ArrayForEach(d, cJSON_GetObjectItemCaseSensitive(index, "manifests")) {
+		const char *rn = ref_name(d);
+
+		if (rn && strcmp(rn, tag) == 0 && bare_holds(o, d, name)) {
+			snprintf(dg, BOX_OCI_DIGEST_LEN, "%s",
+				 cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(d, "digest")));
+			box_json_int64(cJSON_GetObjectItemCaseSensitive(d, "size"), size);
+			return 0;
+		}
+	}
+	return -1;
+}
+
 /* In an image index, the first box artifact: its digest into dg and its size. */
 static int pick_artifact(const cJSON *idx, char dg[BOX_OCI_DIGEST_LEN], int64_t *size,
 			 struct box_err *err)
@@ -860,8 +925,11 @@ int box_oci_resolve(struct box_oci *o, const char *name, const char *ref,
 		if (box_oci_tag_check(ref, err) < 0)
 			return -1;
 		snprintf(full, sizeof(full), "%s:%s", name, ref);
-		if (find_tag(o, full, dg, &size, err) < 0)
-			return -1;
+		if (find_tag(o, full, dg, &size, err) < 0) {
+			if (err->code != BOX_E_NOT_FOUND || find_bare(o, name, ref, dg, &size) < 0)
+				return -1;
+			box_err_init(err);
+		}
 	}
 	if (read_manifest(o, dg, size, &b, err) < 0)
 		goto out;
@@ -919,9 +987,15 @@ cJSON *box_oci_tags(struct box_oci *o, const char *name, struct box_err *err)
 	cJSON_ArrayForEach(d, cJSON_GetObjectItemCaseSensitive(index, "manifests")) {
 		const char *rn = ref_name(d);
 
-		if (!rn || strncmp(rn, name, plen) != 0 || rn[plen] != ':' ||
-		    box_oci_tag_check(rn + plen + 1, &(struct box_err){ 0 }) < 0)
+		if (rn && !strchr(rn, ':') && box_oci_tag_check(rn, &(struct box_err){ 0 }) == 0 &&
+		    bare_holds(o, d, name)) {
+			plen = 0;	/* a bare tag of another OCI tool whose artifact is name */
+		} else if (!rn || strncmp(rn, name, (plen = strlen(name))) != 0 || rn[plen] != ':' ||
+			   box_oci_tag_check(rn + plen + 1, &(struct box_err){ 0 }) < 0) {
 			continue;
+		} else {
+			plen++;
+		}
 		if (n == cap) {
 			size_t ncap = cap ? cap * 2 : 16;
 			const char **t = realloc(tags, ncap * sizeof(*t));
@@ -931,7 +1005,7 @@ cJSON *box_oci_tags(struct box_oci *o, const char *name, struct box_err *err)
 			tags = t;
 			cap = ncap;
 		}
-		tags[n++] = rn + plen + 1;
+		tags[n++] = rn + plen;
 	}
 	if (n)
 		qsort(tags, n, sizeof(*tags), cmp_str);

@@ -16,6 +16,7 @@
 #include "oci.h"
 #include "repo.h"
 #include "sha256.h"
+#include "tools.h"
 #include "banned.h"
 
 const struct box_field box_pack_fields[] = {
@@ -130,7 +131,8 @@ cJSON *box_pack(const cJSON *req, struct box_err *err)
 	}
 	if (read_manifest_file(dirfd, &man, err) < 0 ||
 	    box_artifact_parse(man.data ? man.data : "", man.len, &a, err) < 0 ||
-	    (a.entry[0] && check_entry_file(dirfd, a.entry, err) < 0))
+	    (a.entry[0] && check_entry_file(dirfd, a.entry, err) < 0) ||
+	    box_tools_check_artifact(dir, man.data ? man.data : "", man.len, err) < 0)
 		goto out;
 	if (box_repo_open(ref, 1, box_json_get_bool(req, "insecure", 0), &o, err) < 0)
 		goto out;

@@ -31,4 +31,18 @@ struct box_pull_hooks {
 
 cJSON *box_pull(const cJSON *req, const struct box_pull_hooks *hooks, struct box_err *err);
 
+struct box_repo;
+struct box_store;
+
+/*
+ * The tree digest ("sha256:HEX" of the extracted tree, box_archive_tree_digest) of artifact
+ * name whose manifest (len bytes, already checked against digest) is manifest: from the
+ * store's note when the store has the entry; else its layer is fetched from repo, checked,
+ * extracted and committed into the store with its note, as box_pull does. box-lock uses it
+ * to write complete pins. Returns 0, or -1 with err (the store is then as it was).
+ */
+int box_pull_tree(struct box_repo *repo, struct box_store *store, const char *name,
+		  const char *digest, const char *manifest, size_t len, char tree[72],
+		  struct box_err *err);
+
 #endif

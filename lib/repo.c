@@ -1,19 +1,126 @@
 #include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "repo.h"
+#include "libexec.h"
 #include "atomic.h"
+#include "base64.h"
+#include "json.h"
+#include "regserve.h"
 #include "sha256.h"
 #include "banned.h"
+
+/* One request to the helper (req is consumed; fd >= 0 is passed along): its answer, or NULL
+ * with the helper's error. */
+static cJSON *call(struct box_repo *r, cJSON *req, int fd, struct box_err *err)
+{
+	struct box_buf frame = BOX_BUF_INIT(BOX_REGSERVE_MAX_FRAME);
+	char *text = req ? cJSON_PrintUnformatted(req) : NULL;
+	struct box_ipc_field f;
+	cJSON *ans = NULL;
+	uint8_t op;
+	int k;
+
+	cJSON_Delete(req);
+	if (!text)
+		return box_err_set(err, BOX_E_INTERNAL, "out of memory"), NULL;
+	f.p = text;
+	f.n = strlen(text);
+	k = box_ipc_send(r->sock, BOX_REGSERVE_ANSWER, &f, 1, -1, err);
+	free(text);
+	if (k < 0)
+		return NULL;
+	for (;;) {
+		struct box_ipc_field g[1];
+
+		box_buf_truncate(&frame, 0);
+		k = box_ipc_recv(r->sock, r->in, &op, &frame, -1, err);
+		if (k <= 0) {
+			if (k == 0)
+				box_err_set(err, BOX_E_INTERNAL, "the registry helper ended without an answer");
+			break;
+		}
+		cJSON_Delete(ans);
+		ans = box_ipc_split(frame.data, frame.len, g, 1) == 1 ?
+		      box_json_parse(g[0].p, g[0].n, err) : NULL;
+		if (!ans) {
+			box_err_set(err, BOX_E_INTERNAL, "the registry helper answered garbage");
+			break;
+		}
+		if (op == BOX_REGSERVE_READY) {
+			if (fd < 0 || box_ipc_send_fds(r->sock, &fd, 1, err) < 0) {
+				if (fd < 0)
+					box_err_set(err, BOX_E_INTERNAL, "the registry helper asks for an fd");
+				break;
+			}
+			fd = -1;
+			continue;
+		}
+		if (op == BOX_REGSERVE_PROGRESS) {
+			if (r->progress)
+				r->progress(r->progress_ctx, box_json_get_int(ans, "done", 0),
+					    box_json_get_int(ans, "total", 0));
+			continue;
+		}
+		if (!box_json_get_bool(ans, "ok", 0)) {
+			if (box_err_from_json(err, cJSON_GetObjectItemCaseSensitive(ans, "error")) < 0)
+				box_err_set(err, BOX_E_INTERNAL, "the registry helper failed");
+			break;
+		}
+		box_buf_release(&frame);
+		return ans;
+	}
+	cJSON_Delete(ans);
+	box_buf_release(&frame);
+	return NULL;
+}
+
+/* Starts box-registry (found by box_libexec_find) on one end of a socketpair. */
+static int helper_start(struct box_repo *r, struct box_err *err)
+{
+	char path[PATH_MAX];
+	int sv[2];
+
+	if (box_libexec_find("box-registry", path, sizeof(path), err) < 0)
+		return -1;
+	if (!(r->in = calloc(1, sizeof(*r->in))))
+		return box_err_set(err, BOX_E_INTERNAL, "out of memory");
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0)
+		return box_err_sys(err, "socketpair");
+	r->pid = fork();
+	if (r->pid == 0) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
+		if (dup2(sv[1], 0) < 0)
+			_exit(127);
+		execl(path, "box-registry", (char *)NULL);
+		_exit(127);
+	}
+	close(sv[1]);
+	if (r->pid < 0) {
+		close(sv[0]);
+		return box_err_sys(err, "fork");
+	}
+	r->sock = sv[0];
+	return 0;
+}
 
 int box_repo_open(const char *ref, int create, int insecure, struct box_repo *r,
 		  struct box_err *err)
 {
+	cJSON *req, *ans;
+
 	memset(r, 0, sizeof(*r));
 	r->oci.dirfd = r->oci.blobsfd = -1;
+	r->sock = -1;
 	if (strlen(ref) > BOX_REGISTRY_REF_MAX) {
 		box_err_set(err, BOX_E_INVALID, "registry reference too long");
 		box_err_path(err, "$.registry");
@@ -27,20 +134,77 @@ int box_repo_open(const char *ref, int create, int insecure, struct box_repo *r,
 		return box_oci_open(ref + 4, create, &r->oci, err);
 	}
 	r->remote = 1;
-	if (box_registry_init(&r->reg, ref, insecure, err) < 0) {
-		if (!err->path[0])
-			box_err_path(err, "$.registry");
+	if (helper_start(r, err) < 0) {
+		box_repo_close(r);
 		return -1;
 	}
+	req = cJSON_CreateObject();
+	cJSON_AddStringToObject(req, "op", "init");
+	cJSON_AddStringToObject(req, "ref", ref);
+	cJSON_AddBoolToObject(req, "insecure", insecure);
+	ans = call(r, req, -1, err);
+	if (!ans) {
+		if (!err->path[0])
+			box_err_path(err, "$.registry");
+		box_repo_close(r);
+		return -1;
+	}
+	cJSON_Delete(ans);
 	return 0;
 }
 
 void box_repo_close(struct box_repo *r)
 {
-	if (r->remote)
-		box_registry_release(&r->reg);
-	else if (r->oci.dirfd >= 0)
+	if (r->remote) {
+		if (r->sock >= 0)
+			close(r->sock);
+		if (r->pid > 0)
+			waitpid(r->pid, NULL, 0);
+		free(r->in);
+		r->sock = -1;
+		r->pid = 0;
+		r->in = NULL;
+	} else if (r->oci.dirfd >= 0) {
 		box_oci_close(&r->oci);
+	}
+}
+
+/* A manifest from the helper: body decoded into *body (appended), digest and media type. */
+static int get_manifest(struct box_repo *r, const char *name, const char *ref,
+			struct box_buf *body, char digest[BOX_OCI_DIGEST_LEN],
+			char mt[BOX_REGISTRY_MEDIA_TYPE_MAX], struct box_err *err)
+{
+	cJSON *req = cJSON_CreateObject(), *ans;
+	const char *b64;
+	int rc;
+
+	cJSON_AddStringToObject(req, "op", "manifest");
+	cJSON_AddStringToObject(req, "name", name);
+	cJSON_AddStringToObject(req, "ref", ref);
+	if (!(ans = call(r, req, -1, err)))
+		return -1;
+	b64 = box_json_get_str(ans, "body", "");
+	snprintf(digest, BOX_OCI_DIGEST_LEN, "%s", box_json_get_str(ans, "digest", ""));
+	snprintf(mt, BOX_REGISTRY_MEDIA_TYPE_MAX, "%s", box_json_get_str(ans, "media_type", ""));
+	rc = box_oci_digest_check(digest, err) < 0 ? -1 :
+	     box_base64_decode(b64, strlen(b64), body, err);
+	cJSON_Delete(ans);
+	return rc;
+}
+
+/* blob or put_blob through the helper, with fd passed to it. */
+static int blob_op(struct box_repo *r, const char *op, const char *name, const char *digest,
+		   int64_t size, int fd, struct box_err *err)
+{
+	cJSON *req = cJSON_CreateObject(), *ans;
+
+	cJSON_AddStringToObject(req, "op", op);
+	cJSON_AddStringToObject(req, "name", name);
+	cJSON_AddStringToObject(req, "digest", digest);
+	box_json_add_int64(req, "size", size);
+	ans = call(r, req, fd, err);
+	cJSON_Delete(ans);
+	return ans ? 0 : -1;
 }
 
 /* An index from a remote registry: the first manifest with the box artifactType. */
@@ -72,27 +236,36 @@ int box_repo_resolve(struct box_repo *r, const char *name, const char *ref,
 
 	if (!r->remote)
 		return box_oci_resolve(&r->oci, name, ref, digest, manifest, err);
-	if (box_registry_get_manifest(&r->reg, name, ref, manifest, digest, mt, err) < 0)
+	if (get_manifest(r, name, ref, manifest, digest, mt, err) < 0)
 		return -1;
 	if (strcmp(mt, BOX_MT_OCI_INDEX) != 0)
 		return 0;
 	if (pick_from_index(manifest, d, err) < 0)
 		return -1;
 	box_buf_truncate(manifest, 0);
-	return box_registry_get_manifest(&r->reg, name, d, manifest, digest, mt, err);
+	return get_manifest(r, name, d, manifest, digest, mt, err);
 }
 
 cJSON *box_repo_tags(struct box_repo *r, const char *name, struct box_err *err)
 {
-	cJSON *tags = NULL;
+	cJSON *req, *ans, *tags;
 
 	if (!r->remote)
 		return box_oci_tags(&r->oci, name, err);
-	if (box_registry_tags(&r->reg, name, &tags, err) < 0) {
+	req = cJSON_CreateObject();
+	cJSON_AddStringToObject(req, "op", "tags");
+	cJSON_AddStringToObject(req, "name", name);
+	if (!(ans = call(r, req, -1, err))) {
 		/* a name the registry does not know has no tags */
 		if (err->code == BOX_E_NOT_FOUND)
 			return cJSON_CreateArray();
 		return NULL;
+	}
+	tags = cJSON_DetachItemFromObjectCaseSensitive(ans, "tags");
+	cJSON_Delete(ans);
+	if (!cJSON_IsArray(tags)) {
+		cJSON_Delete(tags);
+		return box_err_set(err, BOX_E_INTERNAL, "the registry helper sent no tags"), NULL;
 	}
 	return tags;
 }
@@ -163,9 +336,7 @@ int box_repo_fetch(struct box_repo *r, const char *name, const char *digest, int
 {
 	if (!r->remote)
 		return copy_checked(r, digest, size, outfd, err);
-	r->reg.progress = r->progress;
-	r->reg.progress_ctx = r->progress_ctx;
-	return box_registry_get_blob(&r->reg, name, digest, outfd, size, err);
+	return blob_op(r, "blob", name, digest, size, outfd, err);
 }
 
 int box_repo_put_blob(struct box_repo *r, const char *name, int fd, const char *digest,
@@ -175,7 +346,7 @@ int box_repo_put_blob(struct box_repo *r, const char *name, int fd, const char *
 	int64_t n;
 
 	if (r->remote)
-		return box_registry_put_blob(&r->reg, name, fd, digest, size, err);
+		return blob_op(r, "put_blob", name, digest, size, fd, err);
 	return box_oci_put_blob_fd(&r->oci, fd, digest, size, got, &n, err);
 }
 
@@ -198,5 +369,22 @@ int box_repo_put_manifest(struct box_repo *r, const char *name, const char *tag,
 		return box_err_set(err, BOX_E_CONFLICT, "%s:%s already points to %s", name, tag, cur);
 	}
 	box_buf_release(&old);
-	return box_registry_put_manifest(&r->reg, name, tag, json, len, BOX_OCI_MT_MANIFEST, err);
+	{
+		struct box_buf b64 = BOX_BUF_INIT(BOX_REGSERVE_MAX_FRAME);
+		cJSON *req, *ans;
+
+		if (box_base64_encode(json, len, &b64, err) < 0)
+			return -1;
+		req = cJSON_CreateObject();
+		cJSON_AddStringToObject(req, "op", "put_manifest");
+		cJSON_AddStringToObject(req, "name", name);
+		cJSON_AddStringToObject(req, "tag", tag);
+		cJSON_AddStringToObject(req, "media_type", BOX_OCI_MT_MANIFEST);
+		cJSON_AddItemToObject(req, "body", box_json_string_n(b64.data ? b64.data : "",
+								     b64.len));
+		box_buf_release(&b64);
+		ans = call(r, req, -1, err);
+		cJSON_Delete(ans);
+		return ans ? 0 : -1;
+	}
 }

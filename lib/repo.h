@@ -4,9 +4,11 @@
 #define BOX_REPO_H
 
 #include <stdint.h>
+#include <sys/types.h>
 #include <cjson/cJSON.h>
 #include "buf.h"
 #include "err.h"
+#include "ipc.h"
 #include "oci.h"
 #include "registry.h"
 
@@ -16,7 +18,10 @@ struct box_repo {
 	void *progress_ctx;
 	int remote;
 	struct box_oci oci;
-	struct box_registry reg;
+	/* a remote registry: the box-registry helper (lib/regserve.h) on a socket */
+	int sock;
+	pid_t pid;
+	struct box_ipc_in *in;
 	char ref[BOX_REGISTRY_REF_MAX + 1];
 };
 

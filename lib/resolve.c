@@ -13,6 +13,7 @@
 #include "buf.h"
 #include "lockfile.h"
 #include "oci.h"
+#include "pull.h"
 #include "repo.h"
 #include "semver.h"
 #include "sha256.h"
@@ -23,11 +24,13 @@
 
 const struct box_field box_resolve_fields[] = {
 	{ "command", BOX_F_STRING, 0, 16, 0,
-	  "resolve (the default), update, verify or check", "COMMAND" },
+	  "resolve (the default), update, verify, check or gc", "COMMAND" },
 	{ "names", BOX_F_STRINGS, 0, 10000, 0, "for update: the artifacts to move (default all)",
 	  "NAME" },
 	{ "manifest", BOX_F_STRING, 0, 4096, 'm', "the manifest (default ./box.json)", "FILE" },
 	{ "lock", BOX_F_STRING, 0, 4096, 'l', "the lockfile (default ./box.lock)", "FILE" },
+	{ "locks", BOX_F_STRINGS, 0, 1000, 0,
+	  "for gc: the lockfiles whose pins stay in the store (default the lockfile)", "FILE" },
 	{ "registry", BOX_F_STRING, 0, 4096, 'r',
 	  "registry: oci:PATH or a remote registry (default: box.json's, else $BOX_REGISTRY, "
 	  "else oci:$BOX_HOME/registry)",
@@ -43,8 +46,10 @@ struct res {
 	const cJSON *req;
 	struct box_manifest man;
 	struct box_repo repo;
+	struct box_store store;
 	char source[1025];
 	cJSON *out;          /* the artifacts array of the result */
+	cJSON *skipped;      /* tags that hold no box artifact */
 };
 
 static int wanted(const cJSON *names, const char *name)
@@ -127,6 +132,11 @@ static int pin_one(struct res *r, struct box_lock *lk, const struct box_manifest
 		}
 		e = *pin;
 		kept = 1;
+		if (!e.tree_digest[0]) {	/* complete an older pin */
+			if (box_pull_tree(&r->repo, &r->store, e.name, e.digest, man.data, man.len,
+					  e.tree_digest, err) < 0 || box_lock_put(lk, &e, 1, err) < 0)
+				goto out;
+		}
 	} else {
 		list = box_repo_tags(&r->repo, m->name, err);
 		if (!list)
@@ -139,23 +149,40 @@ static int pin_one(struct res *r, struct box_lock *lk, const struct box_manifest
 		cJSON_ArrayForEach(t, list)
 			if (cJSON_IsString(t))
 				tags[n++] = t->valuestring;
-		if (box_range_best(&range, tags, n, &best, err) < 0) {
-			if (err->code == BOX_E_NOT_FOUND)
-				box_err_set(err, BOX_E_NOT_FOUND, "no version of %s matches %s in %s",
-					    m->name, m->range, r->source);
-			goto out;
+		for (;;) {
+			if (box_range_best(&range, tags, n, &best, err) < 0) {
+				if (err->code == BOX_E_NOT_FOUND)
+					box_err_set(err, BOX_E_NOT_FOUND,
+						    "no version of %s matches %s in %s", m->name,
+						    m->range, r->source);
+				goto out;
+			}
+			snprintf(e.name, sizeof(e.name), "%s", m->name);
+			snprintf(e.version, sizeof(e.version), "%s", tags[best]);
+			if (box_repo_resolve(&r->repo, m->name, tags[best], digest, &man, err) == 0 &&
+			    read_kind(r, man.data, man.len, e.name, e.version, e.kind, err) == 0)
+				break;
+			if (err->code != BOX_E_INVALID)
+				goto out;
+			/* a tag holding something else than a box artifact (another tool's image):
+			 * skipped, named in the result, and the next best tries */
+			o = cJSON_CreateObject();
+			cJSON_AddStringToObject(o, "name", m->name);
+			cJSON_AddStringToObject(o, "tag", tags[best]);
+			cJSON_AddStringToObject(o, "reason", err->message);
+			cJSON_AddItemToArray(r->skipped, o);
+			box_err_init(err);
+			tags[best] = tags[--n];
 		}
-		if (box_repo_resolve(&r->repo, m->name, tags[best], digest, &man, err) < 0)
-			goto out;
-		snprintf(e.name, sizeof(e.name), "%s", m->name);
-		snprintf(e.version, sizeof(e.version), "%s", tags[best]);
 		snprintf(e.digest, sizeof(e.digest), "%s", digest);
 		snprintf(e.source, sizeof(e.source), "%s", r->source);
-		if (read_kind(r, man.data, man.len, e.name, e.version, e.kind, err) < 0)
-			goto out;
-		/* the same digest keeps the tree digest a pull recorded */
+		/* the same digest keeps the tree digest a pull recorded; a new one gets its own,
+		 * from the store (fetched into it when missing), so that the pin is complete */
 		if (pin && strcmp(pin->digest, e.digest) == 0)
 			snprintf(e.tree_digest, sizeof(e.tree_digest), "%s", pin->tree_digest);
+		if (!e.tree_digest[0] && box_pull_tree(&r->repo, &r->store, e.name, e.digest,
+							man.data, man.len, e.tree_digest, err) < 0)
+			goto out;
 		if (box_lock_put(lk, &e, 1, err) < 0)
 			goto out;
 	}
@@ -199,10 +226,20 @@ static int resolve_all(struct box_lock *lk, void *ctx, struct box_err *err)
 	return 0;
 }
 
+static int open_store(struct box_store *s, struct box_err *err)
+{
+	char home[4096], dir[4200];
+
+	if (box_home(home, sizeof(home), err) < 0)
+		return -1;
+	snprintf(dir, sizeof(dir), "%s/store", home);
+	return box_store_open(dir, s, err);
+}
+
 static cJSON *do_resolve(struct res *r, const char *lock, struct box_err *err)
 {
 	const cJSON *names = cJSON_GetObjectItemCaseSensitive(r->req, "names"), *n;
-	int changed = 0, rc;
+	int changed = 0, rc, slock;
 	cJSON *res;
 
 	cJSON_ArrayForEach(n, names) {
@@ -222,20 +259,33 @@ static cJSON *do_resolve(struct res *r, const char *lock, struct box_err *err)
 		snprintf(r->source, sizeof(r->source), "%s", r->man.registry);
 	else if (box_default_registry(r->source, sizeof(r->source), err) < 0)
 		return NULL;
-	if (box_repo_open(r->source, 0, box_json_get_bool(r->req, "insecure", 0), &r->repo, err) < 0)
+	if (open_store(&r->store, err) < 0)
 		return NULL;
+	if (box_repo_open(r->source, 0, box_json_get_bool(r->req, "insecure", 0), &r->repo, err) < 0) {
+		box_store_close(&r->store);
+		return NULL;
+	}
 	r->out = cJSON_CreateArray();
-	rc = r->out ? box_lock_update(AT_FDCWD, lock, resolve_all, r,
-				      box_json_get_bool(r->req, "frozen", 0), &changed, err) :
-		      box_err_set(err, BOX_E_INTERNAL, "out of memory");
+	r->skipped = cJSON_CreateArray();
+	/* shared: a gc never removes what is fetched here before it is pinned */
+	slock = r->out ? box_store_lock(&r->store, 0, err) : -1;
+	rc = slock < 0 ? -1 : box_lock_update(AT_FDCWD, lock, resolve_all, r,
+					      box_json_get_bool(r->req, "frozen", 0), &changed, err);
+	if (!r->out)
+		box_err_set(err, BOX_E_INTERNAL, "out of memory");
+	if (slock >= 0)
+		close(slock);
 	box_repo_close(&r->repo);
+	box_store_close(&r->store);
 	if (rc < 0) {
 		cJSON_Delete(r->out);
+		cJSON_Delete(r->skipped);
 		return NULL;
 	}
 	res = cJSON_CreateObject();
 	cJSON_AddTrueToObject(res, "ok");
 	cJSON_AddItemToObject(res, "artifacts", r->out);
+	cJSON_AddItemToObject(res, "skipped", r->skipped);
 	n = cJSON_AddObjectToObject(res, "lock");
 	cJSON_AddStringToObject((cJSON *)n, "path", lock);
 	cJSON_AddBoolToObject((cJSON *)n, "changed", changed);
@@ -263,7 +313,7 @@ static cJSON *do_verify(const char *lock, struct box_err *err)
 	char home[4096], dir[4200], tree[BOX_ARCHIVE_DIGEST_LEN + 1], digest[80];
 	struct box_store s;
 	struct box_lock lk;
-	cJSON *res = NULL, *probs;
+	cJSON *res = NULL, *probs, *unpinned = NULL;
 	struct dirent *de;
 	size_t i, seen = 0;
 	DIR *d;
@@ -278,6 +328,7 @@ static cJSON *do_verify(const char *lock, struct box_err *err)
 	if (box_store_open(dir, &s, err) < 0)
 		goto out_lock;
 	probs = cJSON_CreateArray();
+	unpinned = cJSON_CreateArray();
 	for (i = 0; i < lk.n; i++) {
 		const struct box_lock_entry *e = &lk.entries[i];
 
@@ -312,14 +363,16 @@ static cJSON *do_verify(const char *lock, struct box_err *err)
 		for (i = 0; i < lk.n; i++)
 			if (strcmp(lk.entries[i].digest, digest) == 0)
 				break;
-		if (i == lk.n)
-			problem(probs, NULL, digest, "extra", NULL);
+		if (i == lk.n)	/* another project's, or an old version: information */
+			cJSON_AddItemToArray(unpinned, cJSON_CreateString(digest));
 	}
 	closedir(d);
 	res = cJSON_CreateObject();
 	cJSON_AddBoolToObject(res, "ok", cJSON_GetArraySize(probs) == 0);
 	cJSON_AddItemToObject(res, "problems", probs);
+	cJSON_AddItemToObject(res, "unpinned", unpinned);
 	probs = NULL;
+	unpinned = NULL;
 	if (cJSON_GetArraySize(cJSON_GetObjectItem(res, "problems")) > 0) {
 		struct box_err e;
 
@@ -329,9 +382,94 @@ static cJSON *do_verify(const char *lock, struct box_err *err)
 	}
 out_store:
 	cJSON_Delete(probs);
+	cJSON_Delete(unpinned);
 	box_store_close(&s);
 out_lock:
 	box_lock_release(&lk);
+	return res;
+}
+
+static int pinned_by(const struct box_lock *locks, size_t n, const char *digest)
+{
+	size_t i, j;
+
+	for (i = 0; i < n; i++)
+		for (j = 0; j < locks[i].n; j++)
+			if (strcmp(locks[i].entries[j].digest, digest) == 0)
+				return 1;
+	return 0;
+}
+
+/* gc: removes the store entries that none of the lockfiles pins, under the store's
+ * exclusive lock (no pull or resolve is between commit and pin meanwhile). */
+static cJSON *do_gc(const cJSON *req, const char *lock, struct box_err *err)
+{
+	const cJSON *given = cJSON_GetObjectItemCaseSensitive(req, "locks");
+	size_t n = given && cJSON_GetArraySize(given) ? (size_t)cJSON_GetArraySize(given) : 1;
+	struct box_lock *locks = calloc(n, sizeof(*locks));
+	cJSON *res = NULL, *removed = NULL;
+	struct box_store s;
+	struct dirent *de;
+	size_t i, seen = 0, kept = 0;
+	int have_store = 0, slock = -1;
+	char digest[80];
+	DIR *d = NULL;
+
+	if (!locks)
+		return box_err_set(err, BOX_E_INTERNAL, "out of memory"), NULL;
+	if (open_store(&s, err) < 0)
+		goto out;
+	have_store = 1;
+	if ((slock = box_store_lock(&s, 1, err)) < 0)
+		goto out;
+	for (i = 0; i < n; i++) {
+		const char *path = n == 1 && !cJSON_GetArraySize(given) ? lock :
+				   cJSON_GetArrayItem(given, (int)i)->valuestring;
+
+		box_lock_init(&locks[i]);
+		if (box_lock_read(AT_FDCWD, path, &locks[i], err) < 0)
+			goto out;
+		if (locks[i].missing) {	/* a typo must not empty the store */
+			box_err_set(err, BOX_E_NOT_FOUND, "%s: no such lockfile", path);
+			goto out;
+		}
+	}
+	d = fdopendir(dup(s.shafd));
+	if (!d) {
+		box_err_sys(err, "read the store");
+		goto out;
+	}
+	removed = cJSON_CreateArray();
+	while ((de = readdir(d)) && seen++ < MAX_STORE_ENTRIES) {
+		if (de->d_name[0] == '.' || strchr(de->d_name, '.') || strlen(de->d_name) != 64)
+			continue;
+		snprintf(digest, sizeof(digest), "sha256:%.64s", de->d_name);
+		if (pinned_by(locks, n, digest)) {
+			kept++;
+			continue;
+		}
+		if (box_store_remove(&s, digest, err) < 0)
+			goto out;
+		cJSON_AddItemToArray(removed, cJSON_CreateString(digest));
+	}
+	if (box_store_clean_tmp(&s, err) < 0)
+		goto out;
+	res = cJSON_CreateObject();
+	cJSON_AddTrueToObject(res, "ok");
+	cJSON_AddItemToObject(res, "removed", removed);
+	removed = NULL;
+	box_json_add_int64(res, "kept", (int64_t)kept);
+out:
+	if (d)
+		closedir(d);
+	cJSON_Delete(removed);
+	for (i = 0; i < n; i++)
+		box_lock_release(&locks[i]);
+	free(locks);
+	if (slock >= 0)
+		close(slock);
+	if (have_store)
+		box_store_close(&s);
 	return res;
 }
 
@@ -372,11 +510,18 @@ cJSON *box_resolve(const cJSON *req, struct box_err *err)
 	memset(&r, 0, sizeof(r));
 	r.req = req;
 	box_manifest_init(&r.man);
+	if (strcmp(cmd, "gc") == 0)
+		return do_gc(req, lock, err);
+	if (cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(req, "locks"))) {
+		box_err_set(err, BOX_E_USAGE, "locks are for gc only");
+		box_err_path(err, "$.locks");
+		return NULL;
+	}
 	if (strcmp(cmd, "verify") == 0)
 		return do_verify(lock, err);
 	if (strcmp(cmd, "resolve") && strcmp(cmd, "update") && strcmp(cmd, "check")) {
-		box_err_set(err, BOX_E_USAGE, "unknown command %.32s (resolve, update, verify, check)",
-			    cmd);
+		box_err_set(err, BOX_E_USAGE,
+			    "unknown command %.32s (resolve, update, verify, check, gc)", cmd);
 		box_err_path(err, "$.command");
 		return NULL;
 	}

@@ -312,3 +312,50 @@ int box_store_clean_tmp(struct box_store *s, struct box_err *err)
 	closedir(d);
 	return removed;
 }
+
+int box_store_lock(struct box_store *s, int exclusive, struct box_err *err)
+{
+	return box_lock_open(s->rootfd, BOX_STORE_LOCK, exclusive, BOX_STORE_LOCK_WAIT_MS, err);
+}
+
+int box_store_remove(struct box_store *s, const char *digest, struct box_err *err)
+{
+	char name[64], note[80];
+	long budget = RM_MAX_ENTRIES;
+	int fd;
+
+	if (box_oci_digest_check(digest, err) < 0)
+		return -1;
+	/* a fresh, locked name under tmp/ to move the entry to: one rename takes it out of the
+	 * store, and a crash before it is gone leaves only a tmp/ leftover that
+	 * box_store_clean_tmp removes once its lock is released */
+	if (box_store_tmpdir(s, name, &fd, err) < 0)
+		return -1;
+	close(fd);
+	if (unlinkat(s->tmpfd, name, AT_REMOVEDIR) < 0 ||
+	    renameat(s->shafd, digest + 7, s->tmpfd, name) < 0) {
+		if (errno == ENOENT)
+			return box_err_set(err, BOX_E_NOT_FOUND, "%s is not in the store", digest);
+		return box_err_sys(err, "move store entry %s out", digest);
+	}
+	/* marked in use, as box_store_tmpdir's are, while it is removed */
+	fd = openat(s->tmpfd, name, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+	if (fd >= 0)
+		flock(fd, LOCK_EX | LOCK_NB);
+	if (fsync_fd(s->shafd, "store/sha256", err) < 0)
+		goto fail;
+	snprintf(note, sizeof(note), "%.64s.tree", digest + 7);
+	if (unlinkat(s->shafd, note, 0) < 0 && errno != ENOENT) {
+		box_err_sys(err, "remove %s", note);
+		goto fail;
+	}
+	if (rm_tree(s->tmpfd, name, 0, &budget, err) < 0)
+		goto fail;
+	if (fd >= 0)
+		close(fd);
+	return 0;
+fail:
+	if (fd >= 0)
+		close(fd);
+	return -1;
+}

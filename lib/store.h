@@ -76,4 +76,25 @@ int box_store_open_entry(struct box_store *s, const char *digest, struct box_err
  */
 int box_store_clean_tmp(struct box_store *s, struct box_err *err);
 
+/* The store's own lock file, ROOT/lock, and how long box_store_lock waits for it. */
+#define BOX_STORE_LOCK "lock"
+#define BOX_STORE_LOCK_WAIT_MS 30000
+
+/*
+ * Locks the store: shared by whoever makes entries visible and pins them in a lockfile (from
+ * the commit until the lockfile is written), exclusive for box_store_remove's callers (gc),
+ * which must not remove an entry between its commit and its pin. Waits at most
+ * BOX_STORE_LOCK_WAIT_MS (then conflict, retryable). Returns the fd to close to unlock, or -1
+ * with err.
+ */
+int box_store_lock(struct box_store *s, int exclusive, struct box_err *err);
+
+/*
+ * Removes the entry of digest (and its tree note, sha256/<hex>.tree): one rename moves it to
+ * a fresh name under tmp/, so that it leaves the store at once and a crash midway leaves only
+ * a tmp/ leftover for box_store_clean_tmp; then its tree is removed. Returns 0, or -1 with
+ * invalid_request (bad digest), not_found (no such entry) or io_error.
+ */
+int box_store_remove(struct box_store *s, const char *digest, struct box_err *err);
+
 #endif

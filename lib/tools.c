@@ -424,18 +424,66 @@ static int store_root(char *out, size_t n, struct box_err *err)
 	return 0;
 }
 
+/* The tools of the box-artifact.json root of the artifact at real (a real path), labelled
+ * "NAME@VERSION" in errors: the rules box-tools(5) documents, for box-pack and the store. */
+static int artifact_tools(struct box_toolset *set, const cJSON *root, const char *real,
+			  const char *label, const struct box_verify_pin *pin, struct box_err *err)
+{
+	struct origin org = { .dir = real, .artifact = label, .entry = "", .pin = pin };
+	const cJSON *entry, *tools;
+
+	entry = cJSON_GetObjectItemCaseSensitive(root, "entry");
+	if (cJSON_IsString(entry))
+		org.entry = entry->valuestring;
+	tools = cJSON_GetObjectItemCaseSensitive(root, "tools");
+	if (!cJSON_IsArray(tools)) {
+		bad(err, BOX_E_INVALID, "$.tools", "required");
+		blame(err, &org);
+		return -1;
+	}
+	return parse_tools(set, tools, &org, err);
+}
+
+int box_tools_check_artifact(const char *dir, const char *json, size_t len,
+			     struct box_err *err)
+{
+	char real[PATH_MAX], label[BOX_LOCK_NAME_MAX + BOX_SEMVER_MAX_LEN + 2];
+	struct box_toolset *set;
+	cJSON *root;
+	int rc = -1;
+
+	if (!realpath(dir, real))
+		return box_err_sys(err, "%s", dir);
+	if (!(root = box_json_parse(json, len, err)))
+		return -1;
+	if (!cJSON_GetObjectItemCaseSensitive(root, "tools")) {
+		cJSON_Delete(root);
+		return 0;
+	}
+	snprintf(label, sizeof(label), "%s@%s", box_json_get_str(root, "name", "?"),
+		 box_json_get_str(root, "version", "?"));
+	if ((set = calloc(1, sizeof(*set)))) {
+		rc = artifact_tools(set, root, real, label, NULL, err);
+		box_tools_free(set);
+	} else {
+		box_err_set(err, BOX_E_INTERNAL, "out of memory");
+	}
+	cJSON_Delete(root);
+	return rc;
+}
+
 static int load_artifact(struct box_toolset *set, const struct box_lock_entry *e,
 			 const char *store, struct box_err *err)
 {
 	struct box_buf b = BOX_BUF_INIT(BOX_ARTIFACT_MAX);
 	char dir[PATH_MAX + 32], real[PATH_MAX], label[BOX_LOCK_NAME_MAX + BOX_SEMVER_MAX_LEN + 2];
-	struct origin org = { .dir = real, .artifact = label, .entry = "" };
-	const cJSON *kind, *entry, *tools;
+	struct box_verify_pin *pin;
+	const cJSON *kind;
 	cJSON *root = NULL;
 	int rc = -1, n;
 
 	snprintf(label, sizeof(label), "%s@%s", e->name, e->version);
-	if (!(org.pin = box_verify_pin_new(store, e->digest, e->tree_digest, label, err)))
+	if (!(pin = box_verify_pin_new(store, e->digest, e->tree_digest, label, err)))
 		return -1;
 	n = snprintf(dir, sizeof(dir), "%s/sha256/%s", store, e->digest + 7);
 	if (n < 0 || (size_t)n >= sizeof(dir)) {
@@ -452,7 +500,7 @@ static int load_artifact(struct box_toolset *set, const struct box_lock_entry *e
 		goto out;
 	}
 	/* nothing of the entry is read before its tree is known to be the one pulled */
-	if (box_verify_entry(org.pin, err) < 0)
+	if (box_verify_entry(pin, err) < 0)
 		goto out;
 	snprintf(dir, sizeof(dir), "%s/%s", real, BOX_ARTIFACT_FILE);
 	if (box_buf_read_file(&b, AT_FDCWD, dir, err) < 0)
@@ -465,20 +513,11 @@ static int load_artifact(struct box_toolset *set, const struct box_lock_entry *e
 			    label, BOX_ARTIFACT_FILE);
 		goto out;
 	}
-	entry = cJSON_GetObjectItemCaseSensitive(root, "entry");
-	if (cJSON_IsString(entry))
-		org.entry = entry->valuestring;
-	tools = cJSON_GetObjectItemCaseSensitive(root, "tools");
-	if (!cJSON_IsArray(tools)) {
-		bad(err, BOX_E_INVALID, "$.tools", "required");
-		blame(err, &org);
-		goto out;
-	}
-	rc = parse_tools(set, tools, &org, err);
+	rc = artifact_tools(set, root, real, label, pin, err);
 out:
 	cJSON_Delete(root);
 	box_buf_release(&b);
-	box_verify_pin_free((struct box_verify_pin *)org.pin);
+	box_verify_pin_free(pin);
 	return rc;
 }
 

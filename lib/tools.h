@@ -91,6 +91,17 @@ int box_tool_name_valid(const char *name);
  */
 struct box_toolset *box_tools_load(const char *path, struct box_err *err);
 
+/*
+ * Checks the tool definitions of an artifact directory dir whose box-artifact.json text is
+ * json (len bytes) with exactly the rules box_tools_load applies to the artifact once it is in
+ * the store: every member, the tool names, input_schema and output_schema (box_schema_check,
+ * input_schema of type "object"), each command (or the entry) a regular file inside dir.
+ * A manifest without "tools" passes. Returns 0, or -1 with err (path inside
+ * box-artifact.json, message "artifact NAME@VERSION: at PATH: WHAT").
+ */
+int box_tools_check_artifact(const char *dir, const char *json, size_t len,
+			     struct box_err *err);
+
 /* Frees set and everything in it; NULL is fine. */
 void box_tools_free(struct box_toolset *set);
 

@@ -92,9 +92,10 @@ assert_done() {
 		(.artifacts | map(.name + "@" + .version) == ["lib@1.2.0", "util@1.1.0"]) and
 		all(.artifacts[]; .kind == "lua" and .changed == true)'
 	jq -e --arg l "$(digest lib 1.2.0)" --arg u "$(digest util 1.1.0)" --arg s "oci:$REG" '
-		.lock_version == 1 and .artifacts == [
+		.lock_version == 1 and (.artifacts | map(del(.tree_digest))) == [
 		{"name": "lib", "version": "1.2.0", "digest": $l, "kind": "lua", "source": $s},
-		{"name": "util", "version": "1.1.0", "digest": $u, "kind": "lua", "source": $s}]' \
+		{"name": "util", "version": "1.1.0", "digest": $u, "kind": "lua", "source": $s}] and
+		all(.artifacts[]; .tree_digest | test("^sha256:[0-9a-f]{64}$"))' \
 		box.lock
 	[ "$(tail -c 1 box.lock | od -An -c | tr -d ' ')" = '\n' ]
 }
@@ -312,17 +313,22 @@ pull_pins() {
 		.problems[0].digest == "'"$d"'"'
 }
 
-@test "verify: extra for a store entry no pin names" {
+@test "verify: a store entry no pin names is information (unpinned), not a problem" {
 	pull_pins
 	run --separate-stderr box-pull --lock other.lock lib@1.0.0
 	assert_equal "$status" 0
 	d=$(digest lib 1.0.0)
 	run --separate-stderr box-lock verify
-	assert_fail integrity_failed 5 '(.problems | length == 1) and
-		.problems[0].problem == "extra" and .problems[0].digest == "'"$d"'"'
-	# against the other lockfile, the two first pulls are the extra ones
+	assert_done '.problems == [] and .unpinned == ["'"$d"'"]'
+	# against the other lockfile, the two first pulls are the unpinned ones
 	run --separate-stderr box-lock verify --lock other.lock
-	assert_fail integrity_failed 5 '(.problems | map(.problem) == ["extra", "extra"])'
+	assert_done '.problems == [] and (.unpinned | length == 2) and
+		(.unpinned | index("'"$d"'") | not)'
+	# a real problem still fails, and the unpinned entries are still listed beside it
+	rm -rf "$UTIL"
+	run --separate-stderr box-lock verify
+	assert_fail integrity_failed 5 '(.problems | map(.problem) == ["missing"]) and
+		.unpinned == ["'"$d"'"]'
 }
 
 @test "verify: an empty store and no lockfile is fine; a malformed lockfile is not" {
@@ -446,4 +452,200 @@ bad_json() {
 	run --separate-stderr box-lock --version
 	assert_equal "$status" 0
 	assert_output --regexp '^box-lock \(box\) [0-9]+\.[0-9]+\.[0-9]+$'
+}
+
+@test "box-lock writes complete pins: box-pull --frozen of them changes nothing" {
+	want '{"lib": "~1.2", "util": "^1"}'
+	run --separate-stderr box-lock
+	assert_done
+	cp box.lock locked
+	# the tree digests are those of the trees a pull extracts
+	run --separate-stderr box-pull --frozen lib
+	assert_equal "$status" 0
+	jqe '.lock.changed == false and .artifacts[0].name == "lib"'
+	cmp box.lock locked
+	run --separate-stderr box-lock verify
+	assert_done '.problems == []'
+	# an older lock without tree digests is completed by box-lock, refused by --frozen
+	jq '.artifacts |= map(del(.tree_digest))' locked >box.lock
+	run --separate-stderr box-lock --frozen
+	assert_equal "$status" 7
+	run --separate-stderr box-lock
+	assert_done '.lock.changed == true'
+	cmp box.lock locked
+}
+
+@test "box-pull --frozen without names installs exactly what box.lock pins" {
+	want '{"lib": "~1.2", "util": "^1"}'
+	run --separate-stderr box-lock
+	assert_done
+	cp box.lock locked
+	rm -rf "$STORE"
+	# a store entry of another project is left alone
+	run --separate-stderr box-pull --lock other.lock lib@1.0.0
+	assert_equal "$status" 0
+	other=$(digest lib 1.0.0)
+	run --separate-stderr env BOX_REGISTRY=oci:/nonexistent box-pull --frozen
+	assert_equal "$status" 0
+	jqe '(.artifacts | map(.name + "@" + .version) == ["lib@1.2.0", "util@1.1.0"]) and
+		.lock.changed == false'
+	cmp box.lock locked
+	assert_equal "$(ls "$STORE/sha256" | grep -v '\.tree$' | sort)" \
+		"$(printf '%s\n' "$(digest lib 1.2.0)" "$(digest util 1.1.0)" "$other" | cut -c8- | sort)"
+	run --separate-stderr box-lock verify
+	assert_done '.problems == [] and .unpinned == ["'"$other"'"]'
+}
+
+@test "box-pull --frozen lists every difference (name, field, locked, found) and writes nothing" {
+	want '{"lib": "~1.2", "util": "^1"}'
+	run --separate-stderr box-lock
+	assert_done
+	# box.lock pins lib to another digest than the registry's 1.2.0, and kind skill for util
+	jq --arg d "$(digest lib 1.10.0)" '.artifacts[0].digest = $d |
+		.artifacts[1].kind = "skill"' box.lock >edited
+	cp edited box.lock
+	rm -rf "$STORE"
+	export BOX_PROG=box-pull
+	run --separate-stderr box-pull --frozen
+	assert_fail conflict 7 '(.differences | map([.name, .field]) ==
+		[["lib", "version"], ["util", "kind"]]) and
+		.differences[0].locked == "1.2.0" and .differences[0].found == "1.10.0" and
+		.differences[1].locked == "skill" and .differences[1].found == "lua"'
+	[[ "$stderr" == *"box.lock would change (--frozen): 2 difference(s), first lib version"* ]]
+	# by tag: the tag names another digest than the pin
+	run --separate-stderr box-pull --frozen lib@1.2.0
+	assert_fail conflict 7 '.differences == [{"name": "lib", "field": "digest",
+		"locked": "'"$(digest lib 1.10.0)"'", "found": "'"$(digest lib 1.2.0)"'"}]'
+	cmp box.lock edited
+	[ ! -d "$STORE/sha256" ] || [ -z "$(ls "$STORE/sha256")" ]
+	# a name box.lock does not pin
+	git_lock=$(cat box.lock)
+	run --separate-stderr box-pull --frozen util@1.0.0 other
+	assert_fail conflict 7 '.differences | map(select(.name == "other")) ==
+		[{"name": "other", "field": "name", "locked": null, "found": "other"}]'
+	assert_equal "$(cat box.lock)" "$git_lock"
+}
+
+@test "box-pull takes box.json's registry, after -r and box.lock's source" {
+	mv "$REG" "$T/elsewhere"
+	printf '{"registry": "oci:%s", "artifacts": {"lib": "^1"}}\n' "$T/elsewhere" >box.json
+	run --separate-stderr box-pull util@1.0.0
+	assert_equal "$status" 0
+	jqe '.artifacts[0].name == "util"'
+	jqe '.artifacts[0].source == "oci:'"$T"'/elsewhere"' "$(cat box.lock)"
+	# -r wins over box.json
+	run --separate-stderr box-pull -r oci:/nonexistent lib@1.0.0
+	assert_equal "$status" 6
+	# a malformed box.json is an error, not ignored
+	echo '{"registry": 5, "artifacts": {}}' >box.json
+	run --separate-stderr box-pull lib@1.0.0
+	assert_equal "$status" 2
+}
+
+@test "gc removes the store entries no given lockfile pins, and only those" {
+	want '{"lib": "~1.2", "util": "^1"}'
+	run --separate-stderr box-lock
+	assert_done
+	run --separate-stderr box-pull --lock a.lock lib@1.0.0
+	assert_equal "$status" 0
+	run --separate-stderr box-pull --lock b.lock lib@2.0.0
+	assert_equal "$status" 0
+	before=$(ls "$STORE/sha256" | sort)
+	# a lockfile that does not exist: not_found, nothing removed
+	run --separate-stderr box-lock gc box.lock nosuch.lock
+	assert_fail not_found 6 '.error.message == "nosuch.lock: no such lockfile"'
+	assert_equal "$(ls "$STORE/sha256" | sort)" "$before"
+	run --separate-stderr box-lock gc box.lock a.lock
+	assert_done '.removed == ["'"$(digest lib 2.0.0)"'"] and .kept == 3'
+	[ ! -e "$STORE/sha256/$(digest lib 2.0.0 | cut -c8-)" ]
+	[ ! -e "$STORE/sha256/$(digest lib 2.0.0 | cut -c8-).tree" ]
+	[ -z "$(ls "$STORE/tmp")" ]
+	run --separate-stderr box-lock verify
+	assert_done '.problems == [] and .unpinned == ["'"$(digest lib 1.0.0)"'"]'
+	# the default: only ./box.lock
+	run --separate-stderr box-lock gc
+	assert_done '.removed == ["'"$(digest lib 1.0.0)"'"] and .kept == 2'
+	run --separate-stderr box-lock verify
+	assert_done '.problems == [] and .unpinned == []'
+	# locks are for gc only
+	run --separate-stderr box-lock --json <<<'{"command": "verify", "locks": ["x"]}'
+	assert_equal "$status" 2
+}
+
+@test "gc waits for the store's lock: an exclusive holder makes it a retryable conflict" {
+	want '{"lib": "~1.2"}'
+	run --separate-stderr box-lock
+	assert_done
+	touch "$STORE/lock"
+	# hold the lock shared for longer than gc waits: a pull or resolve in progress
+	flock -s "$STORE/lock" sleep 40 &
+	holder=$!
+	sleep 0.2
+	start=$(date +%s)
+	run --separate-stderr box-lock gc
+	kill "$holder"
+	assert_fail conflict 7 '.error.retryable == true'
+	[ $(($(date +%s) - start)) -ge 29 ]
+}
+
+# put_image DIR REF: a plain OCI image (not a box artifact) into layout DIR, tagged REF.
+put_image() {
+	local dir=$1 ref=$2 cfg man
+	cfg=$(printf '{"architecture":"amd64","os":"linux","rootfs":{"type":"layers","diff_ids":[]}}')
+	printf '%s' "$cfg" >"$dir/cfg.tmp"
+	local cd cs md ms
+	cd=$(sha256sum "$dir/cfg.tmp" | cut -d' ' -f1)
+	cs=$(stat -c %s "$dir/cfg.tmp")
+	mv "$dir/cfg.tmp" "$dir/blobs/sha256/$cd"
+	man=$(jq -cn --arg d "sha256:$cd" --argjson s "$cs" '{schemaVersion: 2,
+		mediaType: "application/vnd.oci.image.manifest.v1+json",
+		config: {mediaType: "application/vnd.oci.image.config.v1+json", digest: $d, size: $s},
+		layers: []}')
+	printf '%s' "$man" >"$dir/man.tmp"
+	md=$(sha256sum "$dir/man.tmp" | cut -d' ' -f1)
+	ms=$(stat -c %s "$dir/man.tmp")
+	mv "$dir/man.tmp" "$dir/blobs/sha256/$md"
+	jq --arg d "sha256:$md" --argjson s "$ms" --arg r "$ref" '.manifests += [{
+		mediaType: "application/vnd.oci.image.manifest.v1+json", digest: $d, size: $s,
+		annotations: {"org.opencontainers.image.ref.name": $r}}]' "$dir/index.json" >"$dir/i.tmp"
+	mv "$dir/i.tmp" "$dir/index.json"
+}
+
+@test "a layout written by skopeo (bare tags) pulls and locks; a tag of no box artifact is skipped and named" {
+	command -v skopeo >/dev/null || skip "skopeo is not installed"
+	D=$T/skopeo
+	for v in 1.2.0 1.10.0; do
+		skopeo copy --quiet "oci:$REG:lib:$v" "oci:$D:$v"
+	done
+	skopeo copy --quiet "oci:$REG:util:1.0.0" "oci:$D:u1"
+	# skopeo writes the bare tag, as other OCI tools do
+	jqe '[.manifests[].annotations["org.opencontainers.image.ref.name"]] | sort ==
+		["1.10.0", "1.2.0", "u1"]' "$(cat "$D/index.json")"
+	export BOX_PROG=box-pull
+	run --separate-stderr box-pull -r "oci:$D" lib@1.2.0
+	assert_equal "$status" 0
+	jqe '.artifacts[0].version == "1.2.0" and .artifacts[0].digest == "'"$(digest lib 1.2.0)"'"'
+	rm box.lock
+	# the highest bare tag whose config names lib; util's tag is not lib's
+	run --separate-stderr box-pull -r "oci:$D" lib
+	assert_equal "$status" 0
+	jqe '.artifacts[0].version == "1.10.0"'
+	run --separate-stderr box-pull -r "oci:$D" lib@u1
+	assert_fail not_found 6
+	# box-lock: a tag of lib that holds a plain image is skipped and named, the next best
+	# pinned; a bare tag of a plain image is nobody's
+	put_image "$D" lib:1.20.0
+	put_image "$D" 1.30.0
+	export BOX_PROG=box-lock
+	printf '{"registry": "oci:%s", "artifacts": {"lib": "^1"}}\n' "$D" >box.json
+	rm -f box.lock
+	run --separate-stderr box-lock
+	assert_done '.artifacts[0].version == "1.10.0" and (.skipped | length == 1) and
+		.skipped[0].name == "lib" and .skipped[0].tag == "1.20.0" and
+		(.skipped[0].reason | test("not a box artifact"))'
+	# and box-pull --frozen installs it from there
+	rm -rf "$STORE"
+	run --separate-stderr box-pull --frozen
+	assert_equal "$status" 0
+	jqe '.artifacts[0].version == "1.10.0" and .lock.changed == false'
 }

@@ -298,6 +298,64 @@ setup_bad() {
 	assert_packed '.kind == "lua"'
 }
 
+# tool_manifest TOOL-JSON: art/box-artifact.json of kind tool with that one tool definition
+tool_manifest() {
+	jq -n --argjson t "$1" '{name: "x", version: "1.0.0", kind: "tool", entry: "bin/run",
+		tools: [$t]}' >art/box-artifact.json
+}
+
+@test "tools are checked as box-tools(5) says before anything is written: names, schemas, commands" {
+	setup_bad
+	chmod 0755 art/bin/run
+	ok='{"name": "t", "description": "d", "input_schema": {"type": "object"}, "command": ["bin/run"]}'
+	# the issue's example: a name with a space and a type that does not exist
+	tool_manifest '{"name": "Bad Name", "description": "d", "input_schema": {"type": "object",
+		"properties": {"s": {"type": "strin"}}}, "command": ["bin/run"]}'
+	bad_manifest '$.tools[0].name'
+	assert_output --partial 'invalid tool name \"Bad Name\"'
+	tool_manifest "$(jq -c '.input_schema.properties.s.type = "strin"' <<<"$ok")"
+	bad_manifest '$.tools[0].input_schema.properties.s.type'
+	assert_output --partial 'unknown type \"strin\"'
+	tool_manifest "$(jq -c '.input_schema = {"type": "array"}' <<<"$ok")"
+	bad_manifest '$.tools[0].input_schema.type'
+	tool_manifest "$(jq -c '.input_schema.properties.e = {"format": "email"}' <<<"$ok")"
+	bad_manifest '$.tools[0].input_schema.properties.e.format'
+	tool_manifest "$(jq -c '.input_schema["$ref"] = "https://example.com/s.json"' <<<"$ok")"
+	bad_manifest '$.tools[0].input_schema["$ref"]'
+	tool_manifest "$(jq -c '.output_schema = {"pattern": "("}' <<<"$ok")"
+	bad_manifest '$.tools[0].output_schema.pattern'
+	tool_manifest "$(jq -c 'del(.description)' <<<"$ok")"
+	bad_manifest '$.tools[0].description'
+	tool_manifest "$(jq -c '.timeout_ms = 0' <<<"$ok")"
+	bad_manifest '$.tools[0].timeout_ms'
+	tool_manifest "$(jq -c '.colour = "red"' <<<"$ok")"
+	bad_manifest '$.tools[0].colour'
+	jq -n --argjson t "$ok" '{name: "x", version: "1.0.0", kind: "tool", tools: [$t, $t]}' \
+		>art/box-artifact.json
+	bad_manifest '$.tools[1].name'
+	# commands: inside the artifact, present, regular files
+	tool_manifest "$(jq -c '.command = ["bin/missing"]' <<<"$ok")"
+	run --separate-stderr box-pack art
+	assert_fail not_found 6 '.error.path == "$.tools[0].command[0]"'
+	tool_manifest "$(jq -c '.command = ["../other/bin/hello"]' <<<"$ok")"
+	run --separate-stderr box-pack art
+	assert_fail policy_denied 4 '.error.path == "$.tools[0].command[0]"'
+	tool_manifest "$(jq -c '.command = ["/bin/sh"]' <<<"$ok")"
+	run --separate-stderr box-pack art
+	assert_fail policy_denied 4 '.error.path == "$.tools[0].command[0]"'
+	tool_manifest "$(jq -c '.command = ["bin"]' <<<"$ok")"
+	bad_manifest '$.tools[0].command[0]'
+	# a tool without a command runs the entry, which must then be there
+	jq -n '{name: "x", version: "1.0.0", kind: "tool", tools: [{name: "t", description: "d",
+		input_schema: {type: "object"}}]}' >art/box-artifact.json
+	bad_manifest '$.tools[0].command'
+	# nothing of the refused ones reached the registry; a right one packs
+	assert_equal "$(jq '.manifests | length' "$REG/index.json")" 1
+	tool_manifest "$(jq -c '.input_schema.properties.s = {"type": "string", "pattern": "^[a-z]+$"}' <<<"$ok")"
+	run --separate-stderr box-pack art
+	assert_packed '.kind == "tool"'
+}
+
 @test "a symlink in the directory is refused, nothing written" {
 	setup_bad
 	echo '{"name": "x", "version": "1.0.0", "kind": "skill"}' >art/box-artifact.json

@@ -64,7 +64,7 @@ mk_art() {
 	chmod 0600 "$d/data/deep/info.txt"
 	cat >"$d/box-artifact.json" <<-EOF
 	{"name": "$name", "version": "$version", "kind": "$kind", "entry": "bin/run",
-	 "description": "test artifact"$([ "$kind" = tool ] && echo ', "tools": [{"name": "run"}]')}
+	 "description": "test artifact"$([ "$kind" = tool ] && echo ', "tools": [{"name": "run", "description": "runs it", "input_schema": {"type": "object"}}]')}
 	EOF
 }
 
@@ -627,7 +627,8 @@ open(p, "wb").write(b.replace(b"tar.gz\"", b"tar.gZ\"", 1))' "$f"
 	assert_fail invalid_request 2 '.error.path == "$.artifacts[0]"'
 	run --separate-stderr box-pull base@1.0.0 base@1.0.0
 	assert_fail invalid_request 2 '.error.path == "$.artifacts"'
-	run --separate-stderr box-pull
+	# no names and a lockfile that pins nothing
+	run --separate-stderr box-pull --lock none.lock
 	assert_fail invalid_request 2 '.error.path == "$.artifacts"'
 	run --separate-stderr box-pull --json <<<'{"artifacts": "base"}'
 	assert_fail invalid_request 2 '.error.path == "$.artifacts"'
@@ -823,4 +824,20 @@ open(p, "wb").write(b.replace(b"tar.gz\"", b"tar.gZ\"", 1))' "$f"
 	[[ $output == *"box-pull: prog "*"100%"* ]]
 	# and the JSON still comes out whole on stdout
 	grep -q '"name":"prog"' <<<"$output"
+}
+
+@test "libcurl only where a remote registry is used: box-pack, box-pull, box-lock never load it" {
+	for b in box-pack box-pull box-lock; do
+		run ldd "$(command -v "$b")"
+		assert_success
+		refute_output --partial libcurl
+	done
+	run ldd "$BOX_LIBEXEC_DIR/box-registry"
+	assert_output --partial libcurl
+	# a local layout needs no helper at all; a remote registry names the one it cannot run
+	d=$(pack lib 1.0.0)
+	run --separate-stderr env BOX_LIBEXEC_DIR=/nonexistent box-pull "lib@$d"
+	assert_equal "$status" 0
+	run --separate-stderr env BOX_LIBEXEC_DIR=/nonexistent box-pull -r http://127.0.0.1:1/x lib
+	assert_fail not_found 6 '.error.message | test("registry helper /nonexistent/box-registry")'
 }

@@ -67,7 +67,7 @@ word_in() {
 		fi
 	done
 	[ "$(help_usage box-run | wc -l)" -eq 3 ]
-	[ "$(help_usage box-lock | wc -l)" -eq 5 ]
+	[ "$(help_usage box-lock | wc -l)" -eq 6 ]
 	[ -z "$bad" ] || { echo "SYNOPSIS differs:$bad" >&2; false; }
 }
 
@@ -272,4 +272,34 @@ word_in() {
 	run mandoc -T lint -W warning "$SRC"/man/*.[157]
 	assert_success
 	assert_output ""
+}
+
+@test "the README's artifact walk-through runs as written, on share/examples" {
+	box_setup
+	ln -s "$SRC/share" share
+	for b in box-pack box-lock box-pull box-run; do
+		ln -s "$BOX_BUILDDIR/$b" "$b"
+	done
+	# the "    $ " lines of the walk-through, each box-* command's JSON checked for ok
+	awk '/^A tool, a skill or a Lua library/ { on = 1 } /^box-lock writes complete pins/ { on = 0 }
+		on && /^    \$ / { sub(/^    \$ /, ""); print }' "$SRC/README" >steps
+	assert_equal "$(wc -l <steps)" 9
+	{
+		echo 'set -e'
+		n=0
+		while IFS= read -r cmd; do
+			n=$((n + 1))
+			case $cmd in
+			./box-*) printf '%s >out.%d\njq -e ".ok == true" out.%d >/dev/null\n' "$cmd" $n $n ;;
+			*) printf '%s\n' "$cmd" ;;
+			esac
+		done <steps
+	} >walk.sh
+	run --separate-stderr bash walk.sh
+	assert_success
+	jqe '.result.greeting == "hello CI"' "$(cat out.9)"
+	jqe '(.artifacts | map(.name) == ["greet", "strutil"]) and .lock.changed == false' \
+		"$(cat out.7)"
+	jqe '.problems == [] and .unpinned == []' "$(cat out.8)"
+	[ -d tmp-box/store/sha256 ]
 }

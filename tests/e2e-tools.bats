@@ -90,7 +90,10 @@ publish() {
 	printf '{"registry":"%s","artifacts":{"%s":"^1.0"}}' "$REG" "$NAME" >box.json
 	run --separate-stderr box-lock
 	assert_equal "$status" 0
-	# pinned but not pulled: the executors never fetch, they say what to run
+	# pinned but not in the store (box-lock fetched it there; a fresh machine has not):
+	# the executors never fetch, they say what to run
+	jqe '.artifacts[0].tree_digest | test("^sha256:")' "$(cat box.lock)"
+	rm -rf "$BOX_HOME/store"
 	run_box --tools box.lock -e 'return 1'
 	assert_fail not_found 6 '.error.message | test("box-pull")'
 	publish

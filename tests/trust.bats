@@ -71,7 +71,7 @@ nothing_left() {
 	run -0 operator_members box-pull
 	assert_equal "$(echo $output)" "insecure lock registry"
 	run -0 operator_members box-lock
-	assert_equal "$(echo $output)" "insecure lock manifest registry"
+	assert_equal "$(echo $output)" "insecure lock locks manifest registry"
 	# the flag-only cap is offered to nobody
 	run -0 members box-run --trust-request
 	refute_line max_timeout_ms

@@ -240,7 +240,7 @@ static void test_containers(void)
 	invalid("false", "1", "at $: not allowed by schema false", "$");
 	valid("true", "{\"anything\":[1]}");
 	valid("{}", "null");
-	valid("{\"title\":\"t\",\"description\":\"d\",\"default\":1,\"format\":\"uri\"}", "2");
+	valid("{\"title\":\"t\",\"description\":\"d\",\"default\":1,\"x-vendor\":{}}", "2");
 }
 
 static cJSON *tower(const char *kw, int levels, cJSON **own)
@@ -395,9 +395,131 @@ static void test_check(void)
 		   "$.properties[\"a b\"]");
 	bad_schema("{\"required\":\"a\"}", "at $.required: expected an array of strings", "$.required");
 	bad_schema("{\"required\":[\"a\",1]}", "at $.required[1]: expected a string", "$.required[1]");
-	bad_schema("{\"$ref\":\"#/x\"}", "at $[\"$ref\"]: unsupported keyword", "$[\"$ref\"]");
-	bad_schema("{\"properties\":{\"p\":{\"pattern\":\"^a\"}}}",
-		   "at $.properties.p.pattern: unsupported keyword", "$.properties.p.pattern");
+	bad_schema("{\"$ref\":\"#/x\"}", "at $[\"$ref\"]: $ref \"#/x\" names no schema",
+		   "$[\"$ref\"]");
+	bad_schema("{\"properties\":{\"p\":{\"format\":\"uri\"}}}",
+		   "at $.properties.p.format: unsupported keyword", "$.properties.p.format");
+}
+
+static void test_new_keywords(void)
+{
+	invalid("{\"multipleOf\":1.5}", "4", "at $: expected a multiple of 1.5, got 4", "$");
+	invalid("{\"pattern\":\"^a+$\"}", "\"ab\"", "at $: does not match pattern \"^a+$\"", "$");
+	invalid("{\"minProperties\":2}", "{\"a\":1}", "at $: expected at least 2 properties, got 1",
+		"$");
+	invalid("{\"maxProperties\":1}", "{\"a\":1,\"b\":2}",
+		"at $: expected at most 1 property, got 2", "$");
+	invalid("{\"uniqueItems\":true}", "[1,2,1.0]",
+		"at $: items 0 and 2 are equal, expected unique items", "$");
+	invalid("{\"contains\":{\"type\":\"string\"}}", "[1]",
+		"at $: no item matches the contains schema", "$");
+	invalid("{\"contains\":{\"type\":\"string\"},\"minContains\":2}", "[\"a\"]",
+		"at $: expected at least 2 items matching contains, got 1", "$");
+	invalid("{\"contains\":{\"type\":\"string\"},\"maxContains\":1}", "[\"a\",\"b\"]",
+		"at $: expected at most 1 item matching contains, got 2", "$");
+	invalid("{\"dependentRequired\":{\"a\":[\"b\"]}}", "{\"a\":1}",
+		"at $: missing property \"b\", required by \"a\"", "$");
+	invalid("{\"propertyNames\":{\"maxLength\":2}}", "{\"abc\":1}",
+		"at $.abc: property name not allowed by propertyNames", "$.abc");
+	invalid("{\"properties\":{\"a\":{}},\"unevaluatedProperties\":false}", "{\"a\":1,\"b\":2}",
+		"at $.b: property not allowed by unevaluatedProperties", "$.b");
+	invalid("{\"prefixItems\":[{}],\"unevaluatedItems\":false}", "[1,2]",
+		"at $[1]: item not allowed by unevaluatedItems", "$[1]");
+	invalid("{\"not\":{\"type\":\"string\"}}", "\"s\"", "at $: matches the not schema", "$");
+	invalid("{\"if\":{\"type\":\"string\"},\"then\":{\"minLength\":2},\"else\":{\"minimum\":0}}",
+		"-1", "at $: expected >= 0, got -1", "$");
+	invalid("{\"$defs\":{\"p\":{\"type\":\"integer\"}},\"properties\":{\"n\":{\"$ref\":\"#/$defs/p\"}}}",
+		"{\"n\":\"x\"}", "at $.n: expected integer, got string", "$.n");
+	invalid("{\"patternProperties\":{\"^x_\":{\"type\":\"integer\"}}}", "{\"x_a\":\"s\"}",
+		"at $.x_a: expected integer, got string", "$.x_a");
+	valid("{\"$schema\":\"http://json-schema.org/draft-07/schema#\",\"items\":[{\"type\":\"string\"}],"
+	      "\"additionalItems\":false}", "[\"a\"]");
+	invalid("{\"$schema\":\"http://json-schema.org/draft-07/schema#\",\"items\":[{\"type\":\"string\"}],"
+		"\"additionalItems\":false}", "[\"a\",1]", "at $[1]: not allowed by schema false", "$[1]");
+	valid("{\"$schema\":\"http://json-schema.org/draft-07/schema#\",\"definitions\":{\"s\":{\"type\":"
+	      "\"string\"}},\"$ref\":\"#/definitions/s\",\"type\":\"integer\"}", "\"siblings ignored\"");
+}
+
+static void test_refusals(void)
+{
+	/* keywords box does not implement, and the other dialect's: refused, never skipped */
+	bad_schema("{\"format\":\"email\"}", "at $.format: unsupported keyword", "$.format");
+	bad_schema("{\"$dynamicRef\":\"#x\"}", "at $[\"$dynamicRef\"]: unsupported keyword",
+		   "$[\"$dynamicRef\"]");
+	bad_schema("{\"dependencies\":{\"a\":[\"b\"]}}",
+		   "at $.dependencies: not a draft 2020-12 keyword (use dependentRequired or "
+		   "dependentSchemas)", "$.dependencies");
+	bad_schema("{\"items\":{},\"additionalItems\":false}",
+		   "at $.additionalItems: not a draft 2020-12 keyword (use prefixItems and items)",
+		   "$.additionalItems");
+	bad_schema("{\"items\":[{}]}", "at $.items: schema must be an object or a boolean", "$.items");
+	bad_schema("{\"$schema\":\"http://json-schema.org/draft-07/schema#\",\"prefixItems\":[{}]}",
+		   "at $.prefixItems: not a draft-07 keyword", "$.prefixItems");
+	bad_schema("{\"$schema\":\"http://json-schema.org/draft-04/schema#\"}",
+		   "at $[\"$schema\"]: unsupported dialect (box reads draft 2020-12 and draft-07)",
+		   "$[\"$schema\"]");
+	bad_schema("{\"properties\":{\"a\":{\"$schema\":\"http://json-schema.org/draft-07/schema#\"}}}",
+		   "at $.properties.a[\"$schema\"]: a subschema in another dialect is not supported",
+		   "$.properties.a[\"$schema\"]");
+	bad_schema("{\"$ref\":\"https://example.com/s.json\"}",
+		   "at $[\"$ref\"]: remote $ref \"https://example.com/s.json\" not supported (only "
+		   "references into the same schema)", "$[\"$ref\"]");
+	bad_schema("{\"$defs\":{\"a\":{\"$ref\":\"#/$defs/b\"},\"b\":{\"$ref\":\"#/$defs/a\"}},"
+		   "\"$ref\":\"#/$defs/a\"}",
+		   "at $[\"$defs\"].a[\"$ref\"]: $ref \"#/$defs/b\" leads to a cycle of references",
+		   "$[\"$defs\"].a[\"$ref\"]");
+	bad_schema("{\"$ref\":\"#\"}", "at $[\"$ref\"]: $ref \"#\" leads to a cycle of references",
+		   "$[\"$ref\"]");
+	bad_schema("{\"$defs\":{\"a\":{\"type\":\"string\"}},\"$ref\":\"#/$defs/a/type\"}",
+		   "at $[\"$ref\"]: $ref \"#/$defs/a/type\" names no schema", "$[\"$ref\"]");
+	bad_schema("{\"pattern\":\"(a\"}",
+		   "at $.pattern: invalid pattern: missing closing parenthesis at offset 2", "$.pattern");
+	bad_schema("{\"patternProperties\":{\"[\":{}}}",
+		   "at $.patternProperties[\"[\"]: invalid pattern: missing terminating ] for character "
+		   "class at offset 1", "$.patternProperties[\"[\"]");
+	bad_schema("{\"multipleOf\":0}", "at $.multipleOf: expected a number greater than 0",
+		   "$.multipleOf");
+	bad_schema("{\"dependentRequired\":{\"a\":[\"b\",\"b\"]}}",
+		   "at $.dependentRequired.a[1]: duplicate \"b\"", "$.dependentRequired.a[1]");
+	bad_schema("{\"$defs\":{\"a\":{\"$id\":\"urn:x\"},\"b\":{\"$id\":\"urn:x\"}}}",
+		   "at $[\"$defs\"].a: duplicate schema identifier \"urn:x\"", "$[\"$defs\"].a");
+}
+
+static void test_ref_and_pattern_limits(void)
+{
+	cJSON *s, *v;
+	struct box_err err;
+
+	/* a loop through an applicator never ends by itself: the depth bound stops it */
+	s = parse("{\"$defs\":{\"a\":{\"allOf\":[{\"$ref\":\"#/$defs/a\"}]}},\"$ref\":\"#/$defs/a\"}");
+	v = parse("1");
+	box_err_init(&err);
+	is_int(box_schema_check(s, &err), 0, "an allOf loop is well-formed");
+	box_err_init(&err);
+	is_int(box_schema_validate(s, v, &err), -1, "an allOf loop is stopped");
+	is_int(err.code, BOX_E_LIMIT, "  limit_exceeded");
+	is_str(err.limit, "schema_depth", "  limit schema_depth");
+	cJSON_Delete(s);
+	cJSON_Delete(v);
+
+	/* catastrophic backtracking hits the PCRE2 match limit, not the wall clock */
+	s = parse("{\"pattern\":\"^(a+)+$\"}");
+	v = parse("\"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaab\"");
+	box_err_init(&err);
+	is_int(box_schema_validate(s, v, &err), -1, "a pathological pattern is stopped");
+	is_int(err.code, BOX_E_LIMIT, "  limit_exceeded");
+	is_str(err.limit, "pattern_match", "  limit pattern_match");
+	cJSON_Delete(s);
+	cJSON_Delete(v);
+
+	/* an unchecked schema with a refused keyword is refused by validate too */
+	s = parse("{\"format\":\"email\"}");
+	v = parse("\"x\"");
+	box_err_init(&err);
+	is_int(box_schema_validate(s, v, &err), -1, "validate refuses format");
+	is_str(err.message, "schema keyword \"format\": unsupported keyword", "  message");
+	cJSON_Delete(s);
+	cJSON_Delete(v);
 }
 
 int main(void)
@@ -410,5 +532,8 @@ int main(void)
 	test_containers();
 	test_limits();
 	test_check();
+	test_new_keywords();
+	test_refusals();
+	test_ref_and_pattern_limits();
 	return done_testing();
 }

@@ -13,6 +13,7 @@
 
 #define DA "sha256:aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
 #define DB "sha256:bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb"
+#define HEXB "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb"
 #define HEXA "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
 
 static char top[64];
@@ -263,6 +264,47 @@ static void rm_rf(const char *path)
 		waitpid(pid, NULL, 0);
 }
 
+static void test_remove_and_lock(const char *root)
+{
+	struct box_store s;
+	struct box_err err;
+	char name[64];
+	int fd, l1, l2;
+
+	box_err_init(&err);
+	is_int(box_store_open(root, &s, &err), 0, "open for remove");
+	is_int(box_store_tmpdir(&s, name, &fd, &err), 0, "a tmp dir for DB");
+	fill(fd, "to go");
+	close(fd);
+	is_int(box_store_commit(&s, name, DB, &err), 0, "  committed");
+	is_int(put_file(s.shafd, HEXB ".tree", "sha256:x"), 0, "  with a tree note");
+	is_int(box_store_remove(&s, DB, &err), 0, "remove it");
+	is_int(box_store_has(&s, DB, &err), 0, "  gone from the store");
+	ok(!exists_at(s.shafd, HEXB ".tree"), "  its tree note too");
+	is_int(count_entries(s.tmpfd), 0, "  nothing left in tmp/");
+	is_int(box_store_has(&s, DA, &err), 1, "  the other entry stays");
+	box_err_init(&err);
+	is_int(box_store_remove(&s, DB, &err), -1, "remove it again");
+	is_int(err.code, BOX_E_NOT_FOUND, "  not_found");
+	box_err_init(&err);
+	is_int(box_store_remove(&s, "sha256:zz", &err), -1, "remove with a bad digest");
+	is_int(err.code, BOX_E_INVALID, "  invalid_request");
+
+	l1 = box_store_lock(&s, 0, &err);
+	l2 = box_store_lock(&s, 0, &err);
+	ok(l1 >= 0 && l2 >= 0, "two shared store locks at once");
+	ok(exists_at(s.rootfd, BOX_STORE_LOCK), "  in ROOT/" BOX_STORE_LOCK);
+	if (l1 >= 0)
+		close(l1);
+	if (l2 >= 0)
+		close(l2);
+	l1 = box_store_lock(&s, 1, &err);
+	ok(l1 >= 0, "an exclusive one once they are released");
+	if (l1 >= 0)
+		close(l1);
+	box_store_close(&s);
+}
+
 int main(void)
 {
 	struct box_store s;
@@ -281,6 +323,7 @@ int main(void)
 	test_basic(root);
 	test_clean(root);
 	test_race(root);
+	test_remove_and_lock(root);
 	rm_rf(top);
 	return done_testing();
 }
