@@ -41,7 +41,7 @@ formats() {
 @test "box-pack, box-pull and box-lock --describe in every format (their error schema is bundled)" {
 	# the built-in policy lets an agent set nothing of box-pack's
 	formats box-pack '{}' '{"dir":"."}'
-	formats box-pull '{"artifacts":["a@1.0.0"]}' '{}'
+	formats box-pull '{"artifacts":["a@1.0.0"]}' '{"artifacts":"a"}'
 	formats box-lock '{"frozen":true}' '{"frozen":"yes"}'
 }
 
