@@ -93,6 +93,7 @@ static int describe_with_tools(int *argc, char **argv)
 {
 	int i, at = 0, tools = 0;
 
+	box_cli_take_format(argc, argv);
 	for (i = 1; i < *argc && strcmp(argv[i], "--") != 0; i++) {
 		if (strcmp(argv[i], "--describe") == 0 && !at)
 			at = i;
@@ -126,7 +127,7 @@ int main(int argc, char **argv)
 		cJSON_Delete(req);
 		if (!res)
 			return box_cli_fail(&cli, &err);
-		status = box_cli_emit(res) < 0 ? 8 : 0;
+		status = box_cli_emit_tool(&cli, res);
 		cJSON_Delete(res);
 		return status;
 	}

@@ -8,8 +8,11 @@
 
 #include "cli.h"
 #include "buf.h"
+#include "describe.h"
 #include "banned.h"
 
+/* --format of --describe (box_cli_take_format); NULL: box's own form */
+static const char *describe_format;
 /* What one parse of this process found: the policy in force and the agent's request as it
  * came on stdin. One parse per process, so they are kept here for the driver to ask. */
 static struct box_trust cli_trust;
@@ -159,8 +162,9 @@ static void print_help(const struct box_cli *cli)
 	       "the caps (default $BOX_POLICY)\n"
 	       "  --trust-request\n        let the --json request set every member, as a flag "
 	       "could (never for an agent)\n"
-	       "  --describe\n        print the tool definition (name, description, schemas) of "
-	       "what the policy lets a request set\n"
+	       "  --describe [--format box|mcp|openai|anthropic]\n        print the tool definition "
+	       "(name, description, schemas) of what the policy lets a request set, in the form "
+	       "the named framework loads\n"
 	       "  --help, --version\n\n"
 	       "The result is one JSON object on standard output; see %s(1) and box(7).\n", cli->name);
 }
@@ -207,9 +211,58 @@ static int describe(const struct box_cli *cli, const cJSON *flags, struct box_er
 	cJSON_AddStringToObject(o, "description", cli->description);
 	cJSON_AddItemToObject(o, "input_schema", in);
 	cJSON_AddItemToObject(o, "output_schema", out);
+	if (describe_format) {
+		cJSON *f = box_describe_format(o, describe_format, err);
+
+		cJSON_Delete(o);
+		if (!f)
+			return -1;
+		o = f;
+	}
 	r = box_cli_emit(o);
 	cJSON_Delete(o);
 	return r;
+}
+
+void box_cli_take_format(int *argc, char **argv)
+{
+	int i, describing = 0;
+
+	for (i = 1; i < *argc && strcmp(argv[i], "--") != 0; i++)
+		describing |= strcmp(argv[i], "--describe") == 0;
+	for (i = 1; describing && i < *argc && strcmp(argv[i], "--") != 0; i++) {
+		int take = 0;
+
+		if (strcmp(argv[i], "--format") == 0 && i + 1 < *argc) {
+			describe_format = argv[i + 1];
+			take = 2;
+		} else if (strncmp(argv[i], "--format=", 9) == 0) {
+			describe_format = argv[i] + 9;
+			take = 1;
+		}
+		if (take) {
+			memmove(argv + i, argv + i + take, (size_t)(*argc - i - take + 1) * sizeof(*argv));
+			*argc -= take;
+			i--;
+		}
+	}
+}
+
+int box_cli_emit_tool(const struct box_cli *cli, const cJSON *tooldef)
+{
+	struct box_err err;
+	cJSON *f;
+	int status;
+
+	if (!describe_format)
+		return box_cli_emit(tooldef) < 0 ? 8 : 0;
+	box_err_init(&err);
+	f = box_describe_format(tooldef, describe_format, &err);
+	if (!f)
+		return box_cli_fail(cli, &err);
+	status = box_cli_emit(f) < 0 ? 8 : 0;
+	cJSON_Delete(f);
+	return status;
 }
 
 static int read_request(cJSON **req, struct box_err *err)
@@ -442,6 +495,7 @@ int box_cli_start(const struct box_cli *cli, int argc, char **argv, cJSON **req,
 
 	signal(SIGPIPE, SIG_IGN);
 	box_err_init(&err);
+	box_cli_take_format(&argc, argv);
 	if (box_cli_parse(cli, argc, argv, req, rest, &next, status, &err) < 0) {
 		*status = box_cli_fail(cli, &err);
 		return 0;

@@ -62,6 +62,15 @@ cJSON *box_cli_agent_schema(const struct box_cli *cli, const cJSON *flags, struc
 char *box_cli_agent_schema_text(const struct box_cli *cli, const cJSON *flags,
 				struct box_err *err);
 
+/* With --describe in argv (before "--"), takes "--format F" / "--format=F" out of argv: the
+ * form --describe prints in (box_describe_format). box_cli_start calls it; a driver that
+ * takes --describe out of argv itself calls it first. */
+void box_cli_take_format(int *argc, char **argv);
+
+/* Prints a tool definition (borrowed) in the --format taken, or as it is; returns the exit
+ * status (a format the definition cannot take is reported as box_cli_fail does). */
+int box_cli_emit_tool(const struct box_cli *cli, const cJSON *tooldef);
+
 /* Prints one JSON object (one line) to stdout and flushes; 0, or -1 when stdout failed. */
 int box_cli_emit(const cJSON *obj);
 

@@ -313,7 +313,8 @@ static int apply_policy(struct box_trust *t, const cJSON *pol, const char *binar
 		    check_shape(it, file, sections[k], err) < 0)
 			return -1;
 	}
-	it = cJSON_GetObjectItemCaseSensitive(pol, binary);
+	/* box-mcp's section has members of its own (lib/mcptools.h), which box-mcp reads */
+	it = strcmp(binary, "box-mcp") != 0 ? cJSON_GetObjectItemCaseSensitive(pol, binary) : NULL;
 	return it ? apply_section(t, it, file, binary, err) : 0;
 }
 
