@@ -249,7 +249,7 @@ int box_cassette_load(struct box_cassette *c, const char *path, struct box_err *
 			bad_line(line, "a line after the end line", err);
 			goto fail;
 		}
-		o = cJSON_ParseWithLength(p, (size_t)(nl - p));
+		o = box_json_parse(p, (size_t)(nl - p), err);
 		p = nl + 1;
 		if (!cJSON_IsObject(o)) {
 			cJSON_Delete(o);
@@ -257,10 +257,13 @@ int box_cassette_load(struct box_cassette *c, const char *path, struct box_err *
 			goto fail;
 		}
 		if (line == 1) {
+			int64_t seed = -1;
+
 			c->head = o;
+			box_json_int64(cJSON_GetObjectItemCaseSensitive(o, "seed"), &seed);
 			if (box_json_get_int(o, "cassette", 0) != 1 ||
 			    !cJSON_IsObject(cJSON_GetObjectItemCaseSensitive(o, "request")) ||
-			    !box_json_is_int_literal(cJSON_GetObjectItemCaseSensitive(o, "seed")) ||
+			    seed < 0 || seed >= (1LL << 53) ||
 			    !tools_ok(cJSON_GetObjectItemCaseSensitive(o, "tools"))) {
 				bad_line(line, "not a cassette head (cassette 1, request, seed, tools)",
 					 err);

@@ -835,6 +835,12 @@ static int serve(struct run *r, struct box_err *err)
 			if (n >= 1 && box_buf_append(&r->meta, f[0].p, f[0].n, err) == 0 &&
 			    (n < 2 || box_buf_append(&r->result, f[1].p, f[1].n, err) == 0))
 				r->got_final = 1;
+			if (r->replaying && r->cas.next < r->cas.ncalls) {
+				box_err_set(err, BOX_E_REPLAY_DIVERGED, "the script ended after %zu "
+					    "calls, the recording has %zu", r->cas.next,
+					    r->cas.ncalls);
+				rc = -1;
+			}
 			break;
 		}
 		if (op == BOX_OP_PRINT) {
