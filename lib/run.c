@@ -531,7 +531,6 @@ static int tool_host_call(struct run *r, const struct box_ipc_field *f, int n, s
 	}
 	if (left <= 0)
 		return box_err_set(err, BOX_E_TIMEOUT, "deadline passed before a tool call");
-	r->tool_used[t - r->tools->tools] = 1;
 	timeout = tool_timeout(t);
 	capped = left < timeout;
 	if (capped)
@@ -564,6 +563,8 @@ static int tool_host_call(struct run *r, const struct box_ipc_field *f, int n, s
 	trace_tool(r, t->name, start, out ? NULL : &e);
 	if (!out)
 		return answer_err(r, &e, err);
+	/* provenance names the tools that answered (a replay knows only those) */
+	r->tool_used[t - r->tools->tools] = 1;
 	box_json_exact(out);
 	return answer_json(r, BOX_OP_OK, out, err);
 }
