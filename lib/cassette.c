@@ -47,7 +47,8 @@ void box_cassette_release(struct box_cassette *c)
 	cJSON_Delete(c->head);
 	c->head = NULL;
 	box_buf_release(&c->lines);
-	for (size_t i = 0; i < c->ncalls; i++)
+	/* a recording counts its calls in ncalls but holds them as lines, not in calls */
+	for (size_t i = 0; c->calls && i < c->ncalls; i++)
 		cJSON_Delete(c->calls[i]);
 	free(c->calls);
 	c->calls = NULL;
