@@ -84,6 +84,14 @@ printf 'live %.1f ms, --record %.1f ms: ratio %s (target <= 1.3)\n' \
 	"$(python3 -c "print($a*1000)")" "$(python3 -c "print($b*1000)")" "$(ratio "$b" "$a")"
 printf 'replay of %d recorded calls %.1f ms: ratio %s against live (target < 1)\n' "$n" \
 	"$(python3 -c "print($c*1000)")" "$(ratio "$c" "$a")"
+# the two processes of a run wait for each other 2 * n times: on a loaded machine the medians
+# measure the scheduler, the minima (interleaved, so that load falls on both sides) the code
+echo "   --record, interleaved (${BENCH_CALL_RUNS:-20} pairs): $(python3 "$here/interleave.py" \
+	"${BENCH_CALL_RUNS:-20}" "$BOX_RUN -w $tmp/ws -e '$loop'" \
+	"$BOX_RUN -w $tmp/ws --record $tmp/rec.jsonl -e '$loop'")"
+echo "   --replay, interleaved (${BENCH_CALL_RUNS:-20} pairs): $(python3 "$here/interleave.py" \
+	"${BENCH_CALL_RUNS:-20}" "$BOX_RUN -w $tmp/ws -e '$loop'" \
+	"$BOX_RUN --replay $tmp/cas.jsonl -e '$loop'")"
 
 echo "== peak memory: both processes of a run (VmHWM, sampled while the script runs)"
 # the script spins for 300 ms so that both processes can be read; the VM does nothing else
