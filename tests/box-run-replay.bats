@@ -24,17 +24,6 @@ teardown() {
 	[ -s "$HTTPD_DIR/pid" ] && kill "$(cat "$HTTPD_DIR/pid")" 2>/dev/null || true
 }
 
-start_httpd() {
-	python3 "$BATS_TEST_DIRNAME/fixtures/httpd.py" "$HTTPD_DIR/port" \
-		</dev/null >/dev/null 2>&1 3>&- &
-	echo $! >"$HTTPD_DIR/pid"
-	for _ in $(seq 200); do
-		[ -s "$HTTPD_DIR/port" ] && break
-		sleep 0.05
-	done
-	PORT=$(cat "$HTTPD_DIR/port")
-}
-
 stop_httpd() {
 	kill "$(cat "$HTTPD_DIR/pid")"
 	wait "$(cat "$HTTPD_DIR/pid")" 2>/dev/null || true
@@ -57,7 +46,7 @@ script() {
 }
 
 record_run() {
-	start_httpd
+	httpd_start "$HTTPD_DIR"
 	script >"$T/s.lua"
 	run_box -w "$WS" --allow "127.0.0.1:$PORT" --allow-private-network \
 		--tools "$T/tools/tools.json" --record "$T/cas.jsonl" "$T/s.lua"
