@@ -72,6 +72,27 @@ hyperfine -N -w 3 -r "${BENCH_CALL_RUNS:-20}" --export-json "$tmp/call.json" \
 a=$(median "$tmp/call.json" 0); b=$(median "$tmp/call.json" 1)
 printf '%d calls: %.2f us per call (target <= 20)\n' "$n" "$(python3 -c "print(($b-$a)/$n*1e6)")"
 
+echo "== record and replay: the same fs.exists loop, live, with --record, and replayed"
+loop="for i = 1, $n do fs.exists(\"/f\") end"
+"$BOX_RUN" -w "$tmp/ws" --record "$tmp/cas.jsonl" -e "$loop" >/dev/null
+hyperfine -N -w 3 -r "${BENCH_CALL_RUNS:-20}" --export-json "$tmp/rec.json" \
+	"$BOX_RUN -w $tmp/ws -e '$loop'" \
+	"$BOX_RUN -w $tmp/ws --record $tmp/rec.jsonl -e '$loop'" \
+	"$BOX_RUN --replay $tmp/cas.jsonl -e '$loop'" >/dev/null 2>&1
+a=$(median "$tmp/rec.json" 0); b=$(median "$tmp/rec.json" 1); c=$(median "$tmp/rec.json" 2)
+printf 'live %.1f ms, --record %.1f ms: ratio %s (target <= 1.3)\n' \
+	"$(python3 -c "print($a*1000)")" "$(python3 -c "print($b*1000)")" "$(ratio "$b" "$a")"
+printf 'replay of %d recorded calls %.1f ms: ratio %s against live (target < 1)\n' "$n" \
+	"$(python3 -c "print($c*1000)")" "$(ratio "$c" "$a")"
+# the two processes of a run wait for each other 2 * n times: on a loaded machine the medians
+# measure the scheduler, the minima (interleaved, so that load falls on both sides) the code
+echo "   --record, interleaved (${BENCH_CALL_RUNS:-20} pairs): $(python3 "$here/interleave.py" \
+	"${BENCH_CALL_RUNS:-20}" "$BOX_RUN -w $tmp/ws -e '$loop'" \
+	"$BOX_RUN -w $tmp/ws --record $tmp/rec.jsonl -e '$loop'")"
+echo "   --replay, interleaved (${BENCH_CALL_RUNS:-20} pairs): $(python3 "$here/interleave.py" \
+	"${BENCH_CALL_RUNS:-20}" "$BOX_RUN -w $tmp/ws -e '$loop'" \
+	"$BOX_RUN --replay $tmp/cas.jsonl -e '$loop'")"
+
 echo "== peak memory: both processes of a run (VmHWM, sampled while the script runs)"
 # the script spins for 300 ms so that both processes can be read; the VM does nothing else
 "$BOX_RUN" -e 'local t = os.clock() while os.clock() - t < 0.3 do end return 1' >/dev/null &

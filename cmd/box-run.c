@@ -8,6 +8,7 @@
 #include "cli.h"
 #include "buf.h"
 #include "run.h"
+#include "trust.h"
 #include "banned.h"
 
 extern const char box_run_request_schema[], box_run_result_schema[];
@@ -112,7 +113,7 @@ int main(int argc, char **argv)
 	struct printed printed = { 0, 0 };
 	struct box_run_hooks hooks = { on_event, on_result, &printed };
 	struct box_err err;
-	cJSON *req, *res;
+	cJSON *req, *res, *policy;
 	int rest, status, describe = describe_with_tools(&argc, argv);
 
 	if (!box_cli_start(&cli, argc, argv, &req, &rest, &status))
@@ -135,7 +136,9 @@ int main(int argc, char **argv)
 		cJSON_Delete(req);
 		return box_cli_fail(&cli, &err);
 	}
+	hooks.policy = policy = box_trust_effective(box_cli_trust());
 	res = box_run(req, &hooks, &err);
+	cJSON_Delete(policy);
 	cJSON_Delete(req);
 	if (!res)
 		return box_cli_fail(&cli, &err);

@@ -24,6 +24,7 @@ static const struct {
 	[BOX_E_PROVIDER] = { "provider_error", 8 },
 	[BOX_E_INTERNAL] = { "internal", 8 },
 	[BOX_E_UNSUPPORTED] = { "unsupported", 8 },
+	[BOX_E_REPLAY_DIVERGED] = { "replay_diverged", 9 },
 };
 
 void box_err_init(struct box_err *err)

@@ -20,6 +20,7 @@ enum box_code {
 	BOX_E_PROVIDER,      /* provider_error, exit 8 */
 	BOX_E_INTERNAL,      /* internal, exit 8 */
 	BOX_E_UNSUPPORTED,   /* unsupported, exit 8 */
+	BOX_E_REPLAY_DIVERGED, /* replay_diverged, exit 9: a replay met a call not recorded */
 	BOX_CODE_COUNT
 };
 

@@ -10,6 +10,8 @@
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/random.h>
+#include <sys/utsname.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -17,10 +19,12 @@
 #include "run.h"
 #include "libexec.h"
 #include "buf.h"
+#include "cassette.h"
 #include "ipc.h"
 #include "jail.h"
 #include "policy.h"
 #include "proc.h"
+#include "provenance.h"
 #include "schema.h"
 #include "tools.h"
 #include "utf8.h"
@@ -62,6 +66,19 @@ const struct box_field box_run_fields[] = {
 	  "FILE" },
 	{ "events", BOX_F_BOOL, 0, 0, 0,
 	  "stream print output as NDJSON events as it happens; the result comes last", NULL },
+	{ "seed", BOX_F_INT, 0, (1LL << 53) - 1, 0,
+	  "seed of math.random (default: from getrandom); the result reports it", "N" },
+	{ "digests", BOX_F_BOOL, 0, 0, 0,
+	  "add the sha256 of the request, the script and the policy to the provenance", NULL },
+	{ "record", BOX_F_STRING, 0, 4096, 0,
+	  "write a cassette of the run (request, seed, clock readings, host calls) to FILE",
+	  "FILE", 1 },
+	{ "replay", BOX_F_STRING, 0, 4096, 0,
+	  "answer every host call from the cassette FILE: no workspace, network or tools",
+	  "FILE", 1 },
+	{ "trace", BOX_F_STRING, 0, 4096, 0,
+	  "append each host call to FILE as a JSON line as it happens, with its timing",
+	  "FILE", 1 },
 	{ NULL, 0, 0, 0, 0, NULL, NULL, 0 },
 };
 
@@ -95,6 +112,21 @@ struct run {
 	int got_final;
 	int timed_out;
 	int64_t child_cpu_ms;    /* the VM's CPU time as it reported it, -1 if not */
+
+	int64_t seed;
+	int digests;             /* the provenance carries the sha256 digests */
+	const cJSON *req;        /* the request as run (in a replay: the recorded one) */
+	const cJSON *policy;     /* the policy in force, or NULL */
+	cJSON *tool_info;        /* [{"name", "refused"?, "artifact"?, "digest"?}] */
+	unsigned char *tool_used;
+	struct box_cassette cas;
+	int recording, replaying;
+	int replay_fs;           /* a replay of a run that had a workspace */
+	int trace;               /* --trace: the file's descriptor, or -1 */
+	uint8_t cur_op;          /* the call being served, for the cassette */
+	const struct box_ipc_field *cur_f;
+	int cur_n;
+	uint8_t last_rop;
 };
 
 /* ------------------------------------------------------------------ the VM child */
@@ -116,12 +148,15 @@ static void child(struct run *r, int sock)
 		.cpu_ms = r->cpu_ms,
 		.max_instructions = r->max_instructions,
 		.max_result_bytes = r->max_result_bytes,
-		.has_fs = r->has_ws,
+		.has_fs = r->has_ws || r->replay_fs,
 		.has_http = r->allow != NULL && cJSON_GetArraySize(r->allow) > 0,
+		/* a replay has no workspace open, but the script sees the fs it had */
 		.events = r->events,
 		.tools = r->vmtools,
-		.ntools = r->tools ? r->tools->n : 0,
-		.has_tools = r->tools != NULL,
+		.ntools = (size_t)cJSON_GetArraySize(r->tool_info),
+		.has_tools = r->tools != NULL || r->vmtools != NULL,
+		.seed = r->seed,
+		.clock_host = r->recording || r->replaying,
 	};
 	struct box_jail_limits lim = { r->cpu_ms, r->memory_bytes };
 	struct box_err err;
@@ -313,6 +348,10 @@ static int http_call(struct run *r, const char *req, size_t n, struct box_err *e
 static int answer(struct run *r, uint8_t op, const struct box_ipc_field *f, int n,
 		  struct box_err *err)
 {
+	r->last_rop = op;
+	if (r->recording && box_cassette_add(&r->cas, r->cur_op, r->cur_f, r->cur_n, op, f, n,
+					     err) < 0)
+		return -1;
 	return box_ipc_send(r->sock, op, f, n, r->deadline, err);
 }
 
@@ -389,9 +428,25 @@ static int load_tools(struct run *r, const char *path, struct box_err *err)
 	r->vmtools = calloc(r->tools->n + 1, sizeof(*r->vmtools));
 	if (!r->vmtools)
 		return box_err_set(err, BOX_E_INTERNAL, "out of memory");
+	r->tool_info = cJSON_CreateArray();
+	r->tool_used = calloc(r->tools->n + 1, 1);
+	if (!r->tool_info || !r->tool_used)
+		return box_err_set(err, BOX_E_INTERNAL, "out of memory");
 	for (i = 0; i < r->tools->n; i++) {
-		r->vmtools[i].name = r->tools->tools[i].name;
-		r->vmtools[i].refused = refusal(&r->tools->tools[i]);
+		const struct box_tool *t = &r->tools->tools[i];
+		cJSON *o = cJSON_CreateObject();
+
+		r->vmtools[i].name = t->name;
+		r->vmtools[i].refused = refusal(t);
+		if (!o || !cJSON_AddItemToArray(r->tool_info, o))
+			return cJSON_Delete(o), box_err_set(err, BOX_E_INTERNAL, "out of memory");
+		cJSON_AddStringToObject(o, "name", t->name);
+		if (refusal(t))
+			cJSON_AddStringToObject(o, "refused", refusal(t));
+		if (t->artifact)
+			cJSON_AddStringToObject(o, "artifact", t->artifact);
+		if (t->pin)
+			cJSON_AddStringToObject(o, "digest", t->pin->digest);
 	}
 	return 0;
 }
@@ -491,6 +546,8 @@ static int tool_host_call(struct run *r, const struct box_ipc_field *f, int n, s
 	trace_tool(r, t->name, start, out ? NULL : &e);
 	if (!out)
 		return answer_err(r, &e, err);
+	/* provenance names the tools that answered (a replay knows only those) */
+	r->tool_used[t - r->tools->tools] = 1;
 	box_json_exact(out);
 	return answer_json(r, BOX_OP_OK, out, err);
 }
@@ -509,6 +566,12 @@ static int host_call(struct run *r, uint8_t op, const struct box_buf *payload, s
 		return box_err_set(err, BOX_E_INTERNAL, "malformed host call from the VM");
 	if (op == BOX_OP_TOOL)
 		return tool_host_call(r, f, n, err);
+	if (op == BOX_OP_CLOCK) {
+		/* live, the VM's own reading stands; the call exists to be recorded */
+		if (n < 2)
+			return box_err_set(err, BOX_E_INTERNAL, "malformed clock call from the VM");
+		return answer(r, BOX_OP_OK, &f[1], 1, err);
+	}
 	if (op == BOX_OP_HTTP) {
 		if (!r->allow || cJSON_GetArraySize(r->allow) == 0) {
 			box_err_set(&e, BOX_E_POLICY, "http is not enabled");
@@ -596,6 +659,105 @@ static int host_call(struct run *r, uint8_t op, const struct box_buf *payload, s
 	}
 }
 
+/* ------------------------------------------------------------------ record, replay, trace */
+
+static int64_t now_us(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+/* In a replay the recording answers, in order; nothing of the host is reached. */
+static int replay_call(struct run *r, uint8_t op, const struct box_ipc_field *f, int n,
+		       struct box_err *err)
+{
+	struct box_ipc_field out[BOX_IPC_MAX_FIELDS];
+	uint8_t rop = BOX_OP_ERR;
+	int aborted, k;
+
+	r->host_calls++;
+	k = box_cassette_next(&r->cas, op, f, n, &rop, out, &aborted, err);
+	if (k < 0)
+		return -1;
+	if (op == BOX_OP_TOOL && rop == BOX_OP_OK && n >= 1) {
+		const cJSON *t;
+		int i = 0;
+
+		cJSON_ArrayForEach(t, r->tool_info) {
+			const char *name = box_json_get_str(t, "name", "");
+
+			if (strlen(name) == f[0].n && !memcmp(name, f[0].p, f[0].n))
+				r->tool_used[i] = 1;
+			i++;
+		}
+	}
+	r->last_rop = rop;
+	return box_ipc_send(r->sock, rop, out, k, r->deadline, err);
+}
+
+static void trace_line(struct run *r, uint8_t op, const struct box_ipc_field *f, int n,
+		       int64_t t0, int64_t t1, const struct box_err *failed)
+{
+	cJSON *o = box_cassette_describe(op, f, n);
+	char *line;
+	size_t len;
+
+	if (!o)
+		return;
+	box_json_add_int64(o, "n", r->host_calls);
+	box_json_add_int64(o, "start_us", t0 - r->start * 1000);
+	box_json_add_int64(o, "duration_us", t1 - t0);
+	cJSON_AddBoolToObject(o, "ok", !failed && r->last_rop == BOX_OP_OK);
+	if (failed)
+		cJSON_AddItemToObject(o, "error", box_err_to_json(failed));
+	line = box_json_line(o, &len);
+	cJSON_Delete(o);
+	/* the trace is a log of what happens, not state: a failed write loses a line, no more */
+	if (line && box_write_all(r->trace, line, len) < 0)
+		r->trace = -1;
+	free(line);
+}
+
+/* One host call, live (recorded with --record) or replayed, traced with --trace. */
+static int served_call(struct run *r, uint8_t op, const struct box_buf *payload,
+		       struct box_err *err)
+{
+	struct box_ipc_field f[BOX_IPC_MAX_FIELDS];
+	int64_t t0 = r->trace >= 0 ? now_us() : 0;
+	int n = box_ipc_split(payload->data ? payload->data : "", payload->len, f,
+			      BOX_IPC_MAX_FIELDS);
+	int rc;
+
+	if (n < 0)
+		return box_err_set(err, BOX_E_INTERNAL, "malformed host call from the VM");
+	r->cur_op = op;
+	r->cur_f = f;
+	r->cur_n = n;
+	r->last_rop = BOX_OP_ERR;
+	if (r->replaying) {
+		rc = replay_call(r, op, f, n, err);
+	} else {
+		size_t at = r->cas.lines.len, calls = r->cas.ncalls;
+
+		rc = host_call(r, op, payload, err);
+		if (rc < 0 && r->recording && err->code != BOX_E_LIMIT) {
+			/* the run ends in this call: a replay ends there the same way (a call
+			 * already recorded, then a send that failed, is taken back first) */
+			struct box_err e = *err;
+
+			box_buf_truncate(&r->cas.lines, at);
+			r->cas.ncalls = calls;
+			if (box_cassette_abort(&r->cas, op, f, n, &e, err) == 0)
+				*err = e;
+		}
+	}
+	if (r->trace >= 0)
+		trace_line(r, op, f, n, t0, now_us(), rc < 0 ? err : NULL);
+	return rc;
+}
+
 /* ------------------------------------------------------------------ the broker loop */
 
 static void emit_print(struct run *r, const struct box_buf *payload)
@@ -657,13 +819,19 @@ static int serve(struct run *r, struct box_err *err)
 			if (n >= 1 && box_buf_append(&r->meta, f[0].p, f[0].n, err) == 0 &&
 			    (n < 2 || box_buf_append(&r->result, f[1].p, f[1].n, err) == 0))
 				r->got_final = 1;
+			if (r->replaying && r->cas.next < r->cas.ncalls) {
+				box_err_set(err, BOX_E_REPLAY_DIVERGED, "the script ended after %zu "
+					    "calls, the recording has %zu", r->cas.next,
+					    r->cas.ncalls);
+				rc = -1;
+			}
 			break;
 		}
 		if (op == BOX_OP_PRINT) {
 			emit_print(r, &payload);
 			continue;
 		}
-		if (host_call(r, op, &payload, err) < 0) {
+		if (served_call(r, op, &payload, err) < 0) {
 			if (err->code == BOX_E_TIMEOUT) {
 				r->timed_out = 1;
 				break;
@@ -726,11 +894,68 @@ static cJSON *checked_result(const struct box_buf *b)
 	return cJSON_CreateRaw(b->data);
 }
 
+/* The request as a cassette keeps it and as its digest covers it: without the operator's
+ * files of this invocation (record, replay, trace). */
+static cJSON *request_as_run(const cJSON *req)
+{
+	cJSON *c = cJSON_Duplicate(req, 1);
+
+	cJSON_DeleteItemFromObjectCaseSensitive(c, "record");
+	cJSON_DeleteItemFromObjectCaseSensitive(c, "replay");
+	cJSON_DeleteItemFromObjectCaseSensitive(c, "trace");
+	return c;
+}
+
+/* {"box_version", "kernel", "seed", "tools"?, "request_sha256"?, "script_sha256"?,
+ * "policy_sha256"?}: the digests only when asked, since they load libcrypto */
+static cJSON *provenance(struct run *r, struct box_err *err)
+{
+	cJSON *o = cJSON_CreateObject(), *used, *req;
+	const cJSON *t;
+	struct utsname u;
+	char d[72];
+	int i = 0, rc = 0;
+
+	if (!o)
+		return box_err_set(err, BOX_E_INTERNAL, "out of memory"), NULL;
+	cJSON_AddStringToObject(o, "box_version", PACKAGE_VERSION);
+	cJSON_AddStringToObject(o, "kernel", uname(&u) == 0 ? u.release : "unknown");
+	box_json_add_int64(o, "seed", r->seed);
+	if (r->tool_info) {
+		used = cJSON_AddArrayToObject(o, "tools");
+		cJSON_ArrayForEach(t, r->tool_info) {
+			cJSON *c;
+
+			if (!r->tool_used[i++])
+				continue;
+			c = cJSON_Duplicate(t, 1);
+			cJSON_DeleteItemFromObjectCaseSensitive(c, "refused");
+			cJSON_AddItemToArray(used, c);
+		}
+	}
+	if (r->digests) {
+		req = request_as_run(r->req);
+		rc = req ? box_digest_json(req, d, err) : box_err_set(err, BOX_E_INTERNAL, "oom");
+		cJSON_Delete(req);
+		if (rc == 0)
+			cJSON_AddStringToObject(o, "request_sha256", d);
+		if (rc == 0 && (rc = box_digest_sha256(r->script, strlen(r->script), d, err)) == 0)
+			cJSON_AddStringToObject(o, "script_sha256", d);
+		if (rc == 0 && r->policy && (rc = box_digest_json(r->policy, d, err)) == 0)
+			cJSON_AddStringToObject(o, "policy_sha256", d);
+	}
+	if (rc < 0) {
+		cJSON_Delete(o);
+		return NULL;
+	}
+	return o;
+}
+
 static cJSON *build_result(struct run *r, int status, const struct rusage *ru, int64_t wall,
 			   struct box_err *err)
 {
 	struct box_buf out = BOX_BUF_INIT((size_t)r->max_output_bytes * 3 + 16);
-	cJSON *res = cJSON_CreateObject(), *meta = NULL, *val = NULL;
+	cJSON *res = cJSON_CreateObject(), *meta = NULL, *val = NULL, *prov;
 	struct box_err e;
 	uint32_t len = r->shm->out_len;
 	int lossy, failed = 0;
@@ -802,6 +1027,13 @@ static cJSON *build_result(struct run *r, int status, const struct rusage *ru, i
 	cJSON_AddBoolToObject(res, "lossy", lossy != 0);
 	if (failed)
 		cJSON_AddItemToObject(res, "error", box_err_to_json(&e));
+	prov = provenance(r, err);
+	if (!prov) {
+		cJSON_Delete(res);
+		box_buf_release(&out);
+		return NULL;
+	}
+	cJSON_AddItemToObject(res, "provenance", prov);
 	add_stats(r, res, ru, wall);
 	if (r->events)
 		cJSON_AddStringToObject(res, "event", "result");
@@ -838,6 +1070,27 @@ static int check_rules(const cJSON *allow, struct box_err *err)
 	return rc;
 }
 
+/* A replay offers the tools table the recorded run had, from the cassette: no tool runs. */
+static int replay_tools(struct run *r, struct box_err *err)
+{
+	const cJSON *list = cJSON_GetObjectItemCaseSensitive(r->cas.head, "tools"), *t;
+	size_t n = (size_t)cJSON_GetArraySize(list), i = 0;
+
+	if (!list)
+		return 0;
+	r->tool_info = cJSON_Duplicate(list, 1);
+	r->vmtools = calloc(n + 1, sizeof(*r->vmtools));
+	r->tool_used = calloc(n + 1, 1);
+	if (!r->tool_info || !r->vmtools || !r->tool_used)
+		return box_err_set(err, BOX_E_INTERNAL, "out of memory");
+	cJSON_ArrayForEach(t, r->tool_info) {
+		r->vmtools[i].name = box_json_get_str(t, "name", "");
+		r->vmtools[i].refused = box_json_get_str(t, "refused", NULL);
+		i++;
+	}
+	return 0;
+}
+
 static int read_opts(struct run *r, const cJSON *req, struct box_err *err)
 {
 	int64_t cap = box_json_get_int(req, "max_timeout_ms", 60000);
@@ -858,7 +1111,7 @@ static int read_opts(struct run *r, const cJSON *req, struct box_err *err)
 	if (r->allow && check_rules(r->allow, err) < 0)
 		return -1;
 	/* the http helper is looked for before the script runs, not at its first call */
-	if (r->allow) {
+	if (r->allow && !r->replaying) {
 		char helper[PATH_MAX];
 
 		if (box_libexec_find("box-http", helper, sizeof(helper), err) < 0)
@@ -875,6 +1128,9 @@ static int read_opts(struct run *r, const cJSON *req, struct box_err *err)
 	r->max_result_bytes = box_json_get_int(req, "max_result_bytes", MiB);
 	r->allow_private = box_json_get_bool(req, "allow_private_network", 0);
 	r->events = box_json_get_bool(req, "events", 0);
+	r->digests = box_json_get_bool(req, "digests", 0) || r->recording || r->replaying;
+	if (r->replaying)
+		return replay_tools(r, err);
 	/* last: the only option that allocates */
 	if (tools && load_tools(r, tools, err) < 0)
 		return -1;
@@ -887,32 +1143,142 @@ static void tools_release(struct run *r)
 	r->tools = NULL;
 	free(r->vmtools);
 	r->vmtools = NULL;
+	cJSON_Delete(r->tool_info);
+	r->tool_info = NULL;
+	free(r->tool_used);
+	r->tool_used = NULL;
+}
+
+/* The recorded request, with the script and args of this invocation when it gives them
+ * (a changed script is what a replay checks), checked as any request is. */
+static cJSON *replay_request(struct run *r, const cJSON *req, const char *path,
+			     struct box_err *err)
+{
+	cJSON *m = cJSON_Duplicate(cJSON_GetObjectItemCaseSensitive(r->cas.head, "request"), 1);
+	const char *keys[] = { "script", "args" };
+
+	if (!m)
+		return box_err_set(err, BOX_E_INTERNAL, "out of memory"), NULL;
+	for (size_t i = 0; i < 2; i++) {
+		const cJSON *v = cJSON_GetObjectItemCaseSensitive(req, keys[i]);
+
+		if (!v)
+			continue;
+		cJSON_DeleteItemFromObjectCaseSensitive(m, keys[i]);
+		cJSON_AddItemToObject(m, keys[i], cJSON_Duplicate(v, 1));
+	}
+	if (cJSON_GetObjectItemCaseSensitive(m, "record") ||
+	    cJSON_GetObjectItemCaseSensitive(m, "replay") ||
+	    cJSON_GetObjectItemCaseSensitive(m, "trace") || box_json_check(m, box_run_fields,
+									     err) < 0) {
+		struct box_err e = *err;
+
+		if (e.code == BOX_OK)
+			box_err_set(&e, BOX_E_INVALID, "record, replay or trace in the request");
+		box_err_set(err, BOX_E_INVALID, "cassette %.200s: request: %.250s", path,
+			    e.message);
+		box_err_path(err, e.path);
+		cJSON_Delete(m);
+		return NULL;
+	}
+	return m;
+}
+
+static int64_t choose_seed(struct run *r, const cJSON *req)
+{
+	uint64_t v = 0;
+
+	if (r->replaying)
+		return box_json_get_int(r->cas.head, "seed", 0);
+	if (cJSON_GetObjectItemCaseSensitive(req, "seed"))
+		return box_json_get_int(req, "seed", 0);
+	/* getrandom does not fail for 8 bytes once the pool is ready; the time is a fallback */
+	if (getrandom(&v, sizeof(v), GRND_NONBLOCK) != (ssize_t)sizeof(v))
+		v = (uint64_t)box_now_ms() * 2654435761u;
+	return (int64_t)(v & ((1ULL << 53) - 1));
+}
+
+/* --record: the cassette goes out before the result does (box-run exits on the result) */
+static int write_cassette(struct run *r, const cJSON *res, struct box_err *err)
+{
+	const char *path = box_json_get_str(r->req, "record", NULL);
+	cJSON *head;
+	int rc;
+
+	(void)res;
+	if (!r->recording)
+		return 0;
+	head = cJSON_CreateObject();
+	if (!head)
+		return box_err_set(err, BOX_E_INTERNAL, "out of memory");
+	box_json_add_int64(head, "cassette", 1);
+	cJSON_AddStringToObject(head, "box_version", PACKAGE_VERSION);
+	cJSON_AddItemToObject(head, "request", request_as_run(r->req));
+	box_json_add_int64(head, "seed", r->seed);
+	if (r->tool_info)
+		cJSON_AddItemToObject(head, "tools", cJSON_Duplicate(r->tool_info, 1));
+	box_json_exact(head);
+	rc = box_cassette_write(&r->cas, head, path, err);
+	if (rc < 0 && !err->path[0])
+		box_err_path(err, "$.record");
+	cJSON_Delete(head);
+	return rc;
 }
 
 cJSON *box_run(const cJSON *req, const struct box_run_hooks *hooks, struct box_err *err)
 {
 	struct run r;
-	int sv[2], status = 0;
+	int sv[2], status = 0, tried = 0;
 	struct rusage ru;
-	cJSON *res = NULL;
-	const char *ws;
+	cJSON *res = NULL, *merged = NULL;
+	const char *ws, *replay = box_json_get_str(req, "replay", NULL);
+	const char *trace = box_json_get_str(req, "trace", NULL);
 
 	memset(&r, 0, sizeof(r));
 	r.hooks = hooks;
 	r.ws.rootfd = -1;
+	r.trace = -1;
+	r.policy = hooks ? hooks->policy : NULL;
 	box_buf_init(&r.meta, 64 * 1024);
-	if (read_opts(&r, req, err) < 0) {
-		tools_release(&r);
-		return NULL;
+	box_cassette_init(&r.cas, (size_t)BOX_CASSETTE_MAX_BYTES);
+	r.recording = box_json_get_str(req, "record", NULL) != NULL;
+	if (replay && r.recording) {
+		box_err_set(err, BOX_E_USAGE, "--record and --replay exclude each other");
+		box_err_path(err, "$.replay");
+		goto out_early;
+	}
+	if (replay) {
+		if (box_cassette_load(&r.cas, replay, err) < 0) {
+			if (!err->path[0])
+				box_err_path(err, "$.replay");
+			goto out_early;
+		}
+		r.replaying = 1;
+		merged = replay_request(&r, req, replay, err);
+		if (!merged)
+			goto out_early;
+		req = merged;
+		r.replay_fs = box_json_get_str(req, "workspace", NULL) != NULL;
+	}
+	r.req = req;
+	if (read_opts(&r, req, err) < 0)
+		goto out_early;
+	r.seed = choose_seed(&r, req);
+	if (trace) {
+		r.trace = open(trace, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOCTTY, 0644);
+		if (r.trace < 0) {
+			box_err_sys(err, "trace: %.200s", trace);
+			box_err_path(err, "$.trace");
+			goto out_early;
+		}
 	}
 	box_buf_init(&r.result, (size_t)r.max_result_bytes + 16);
-	ws = box_json_get_str(req, "workspace", NULL);
+	ws = r.replaying ? NULL : box_json_get_str(req, "workspace", NULL);
 	if (ws) {
 		if (box_ws_open(&r.ws, ws, r.max_write_bytes, err) < 0) {
 			if (!err->path[0])
 				box_err_path(err, "$.workspace");
-			tools_release(&r);
-			return NULL;
+			goto out_early;
 		}
 		r.has_ws = 1;
 	}
@@ -952,6 +1318,11 @@ cJSON *box_run(const cJSON *req, const struct box_run_hooks *hooks, struct box_e
 		/* the answer is complete: hand it over first (a caller that exits there leaves the
 		 * child to PDEATHSIG), then end the child and wait for its teardown */
 		res = build_result(&r, 0, NULL, box_now_ms() - r.start, err);
+		tried = 1;
+		if (res && write_cassette(&r, res, err) < 0) {
+			cJSON_Delete(res);
+			res = NULL;
+		}
 		if (res && hooks && hooks->on_result)
 			hooks->on_result(hooks->ctx, res);
 	}
@@ -961,16 +1332,26 @@ cJSON *box_run(const cJSON *req, const struct box_run_hooks *hooks, struct box_e
 		;
 	close(r.sock);
 	http_stop(&r);
-	if (!res)
+	if (!res && !tried) {
 		res = build_result(&r, status, &ru, box_now_ms() - r.start, err);
+		if (res && write_cassette(&r, res, err) < 0) {
+			cJSON_Delete(res);
+			res = NULL;
+		}
+	}
 out_shm:
 	munmap(r.shm, r.shm_size);
 out_ws:
 	if (r.has_ws)
 		box_ws_release(&r.ws);
+out_early:
+	if (r.trace >= 0)
+		close(r.trace);
 	box_buf_release(&r.meta);
 	box_buf_release(&r.result);
+	box_cassette_release(&r.cas);
 	tools_release(&r);
+	cJSON_Delete(merged);
 	return res;
 }
 

@@ -17,6 +17,9 @@ struct box_run_hooks {
 	 * (which costs a process teardown); the result is borrowed. Optional. */
 	void (*on_result)(void *ctx, const cJSON *result);
 	void *ctx;
+	/* the policy in force (box_trust_effective), borrowed; its digest is policy_sha256 of
+	 * the provenance. Optional. */
+	const cJSON *policy;
 };
 
 /*

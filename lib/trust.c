@@ -665,3 +665,30 @@ void box_trust_filter_sessions(const struct box_trust *t, const char *operator_s
 			cJSON_Delete(cJSON_DetachItemViaPointer(list, it));
 	}
 }
+
+cJSON *box_trust_effective(const struct box_trust *t)
+{
+	cJSON *o = cJSON_CreateObject(), *agent, *max;
+	size_t i;
+
+	if (!o)
+		return NULL;
+	agent = cJSON_AddObjectToObject(o, "agent");
+	max = cJSON_AddObjectToObject(o, "max");
+	if (!agent || !max)
+		return cJSON_Delete(o), NULL;
+	for (i = 0; i < t->nfields; i++) {
+		const char *name = t->fields[i].name;
+
+		if (box_trust_may_set(t, name))
+			cJSON_AddTrueToObject(agent, name);
+		if (t->fields[i].type == BOX_F_INT && t->cap[i] < t->fields[i].max)
+			box_json_add_int64(max, name, t->cap[i]);
+	}
+	if (t->set)
+		cJSON_AddItemToObject(o, "set", cJSON_Duplicate(t->set, 1));
+	if (t->sessions)
+		cJSON_AddItemToObject(o, "sessions", cJSON_Duplicate(t->sessions, 1));
+	cJSON_AddBoolToObject(o, "trust_request", t->trust_request != 0);
+	return o;
+}

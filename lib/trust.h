@@ -42,6 +42,16 @@ struct box_trust {
 	char source[512];                /* "built-in" or the policy file's path */
 };
 
+/*
+ * The policy in force, in one object that box_canonical_json makes canonical: {"agent":
+ * {FIELD: true...} (the members the agent may set: box_trust_may_set), "max": {FIELD: N} (the caps
+ * below a member's own bound), "set": {...} (the operator's values, or absent), "sessions"
+ * (as the section gives it, or absent), "trust_request": bool}. It describes what the built-in
+ * policy and the operator's file make together, not either text. Returns a new object, or
+ * NULL on OOM.
+ */
+cJSON *box_trust_effective(const struct box_trust *t);
+
 /* Zeroes t; allocates nothing. */
 void box_trust_init(struct box_trust *t);
 

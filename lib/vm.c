@@ -7,6 +7,7 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/time.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <lua.h>
@@ -1355,6 +1356,67 @@ static void install_tools(lua_State *L)
 
 /* ------------------------------------------------------------------ the environment */
 
+/* A clock reading of a recorded or replayed run: the VM's own reading goes to the broker,
+ * which records it (and answers it back) or answers the recorded one in its place. */
+static lua_Number clock_reading(lua_State *L, const char *kind, lua_Number mine)
+{
+	struct box_ipc_field f[2], res;
+	char num[64];
+	char *end;
+	double v;
+
+	snprintf(num, sizeof(num), "%.17g", (double)mine);
+	f[0].p = kind;
+	f[0].n = strlen(kind);
+	f[1].p = num;
+	f[1].n = strlen(num);
+	if (host_call(L, BOX_OP_CLOCK, f, 2, &res, 1) != 1 || res.n == 0 || res.n >= sizeof(num))
+		luaL_error(L, "host call failed: malformed clock answer");
+	memcpy(num, res.p, res.n);
+	num[res.n] = 0;
+	errno = 0;
+	v = strtod(num, &end);
+	if (*end || errno)
+		luaL_error(L, "host call failed: malformed clock answer");
+	return (lua_Number)v;
+}
+
+/* os.time(): the reading is the broker's; os.time(table) reads no clock */
+static int l_os_time(lua_State *L)
+{
+	if (!lua_isnoneornil(L, 1)) {
+		lua_pushvalue(L, lua_upvalueindex(1));
+		lua_insert(L, 1);
+		lua_call(L, lua_gettop(L) - 1, 1);
+		return 1;
+	}
+	lua_pushinteger(L, (lua_Integer)clock_reading(L, "time", (lua_Number)time(NULL)));
+	return 1;
+}
+
+static int l_os_clock(lua_State *L)
+{
+	lua_pushnumber(L, clock_reading(L, "clock", (lua_Number)clock() / CLOCKS_PER_SEC));
+	return 1;
+}
+
+/* os.date(fmt) reads the clock as os.time() does; os.date(fmt, t) does not */
+static int l_os_date(lua_State *L)
+{
+	if (lua_isnoneornil(L, 2)) {
+		lua_Integer t = (lua_Integer)clock_reading(L, "time", (lua_Number)time(NULL));
+
+		if (lua_isnone(L, 1))
+			lua_pushliteral(L, "%c");
+		lua_settop(L, 1);
+		lua_pushinteger(L, t);
+	}
+	lua_pushvalue(L, lua_upvalueindex(1));
+	lua_insert(L, 1);
+	lua_call(L, lua_gettop(L) - 1, 1);
+	return 1;
+}
+
 static void set_funcs(lua_State *L, const luaL_Reg *r)
 {
 	for (; r->name; r++) {
@@ -1383,6 +1445,12 @@ static void build_env(lua_State *L)
 	luaL_requiref(L, LUA_COLIBNAME, luaopen_coroutine, 1);
 	luaL_requiref(L, LUA_OSLIBNAME, luaopen_os, 1);
 	lua_settop(L, 0);
+	/* a run is repeatable: math.random starts from the seed the broker chose and reports */
+	lua_getglobal(L, LUA_MATHLIBNAME);
+	lua_getfield(L, -1, "randomseed");
+	lua_pushinteger(L, (lua_Integer)V.c->seed);
+	lua_call(L, 1, 0);
+	lua_settop(L, 0);
 
 	lua_newtable(L);
 	lua_createtable(L, 0, 1);
@@ -1407,6 +1475,16 @@ static void build_env(lua_State *L)
 	for (i = 0; os_keep[i]; i++) {
 		lua_getfield(L, -2, os_keep[i]);
 		lua_setfield(L, -2, os_keep[i]);
+	}
+	if (V.c->clock_host) {
+		lua_getfield(L, -1, "time");
+		lua_pushcclosure(L, l_os_time, 1);
+		lua_setfield(L, -2, "time");
+		lua_getfield(L, -1, "date");
+		lua_pushcclosure(L, l_os_date, 1);
+		lua_setfield(L, -2, "date");
+		lua_pushcfunction(L, l_os_clock);
+		lua_setfield(L, -2, "clock");
 	}
 	lua_setfield(L, 1, "os");
 	lua_pop(L, 1);

@@ -24,6 +24,8 @@ enum box_op {
 	BOX_OP_FS_WALK,         /* path → JSON array of file paths */
 	BOX_OP_HTTP,            /* JSON request of box-http → JSON response */
 	BOX_OP_TOOL,            /* tool name, JSON input object → JSON output object */
+	BOX_OP_CLOCK,           /* "time" | "clock", the VM's reading → the reading to use
+				 * (only with clock_host: a recorded or replayed run) */
 	BOX_OP_PRINT = 40,      /* text printed (only with events) */
 	BOX_OP_FINAL,           /* JSON: {"result"?, "error"?, "lossy"} */
 };
@@ -66,6 +68,8 @@ struct box_vm_config {
 	const struct box_vm_tool *tools;  /* has_tools: the tools table, with ntools entries */
 	size_t ntools;
 	int has_tools;
+	int64_t seed;                /* math.random is seeded with it (math.randomseed(seed)) */
+	int clock_host;              /* os.time, os.clock and os.date ask the broker (BOX_OP_CLOCK) */
 };
 
 /* Installs the VM's signal handler; called in the child before box_jail_vm(), after which

@@ -3,21 +3,13 @@
 # (tests/fixtures/httpd.py). The server is on loopback, so the tests that expect success pass
 # --allow-private-network; the test without it proves that loopback is refused.
 
-load '/usr/lib/bats/bats-support/load'
-load '/usr/lib/bats/bats-assert/load'
+load helpers
 bats_require_minimum_version 1.5.0
 
 setup_file() {
 	HTTPD_DIR=$(mktemp -d)
 	export HTTPD_DIR
-	python3 "$BATS_TEST_DIRNAME/fixtures/httpd.py" "$HTTPD_DIR/port" \
-		</dev/null >/dev/null 2>&1 3>&- &
-	echo $! >"$HTTPD_DIR/pid"
-	for _ in $(seq 200); do
-		[ -s "$HTTPD_DIR/port" ] && break
-		sleep 0.05
-	done
-	PORT=$(cat "$HTTPD_DIR/port")
+	httpd_start "$HTTPD_DIR"
 	export PORT BASE="http://127.0.0.1:$PORT"
 }
 

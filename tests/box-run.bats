@@ -61,12 +61,12 @@ start_httpd() {
 		(.description | type == "string" and length > 0) and
 		.input_schema.type == "object" and .input_schema.additionalProperties == false and
 		.input_schema.required == ["script"] and
-		(.input_schema.properties | keys) == ["args", "cpu_ms", "events", "memory_bytes",
-			"script", "timeout_ms"] and
+		(.input_schema.properties | keys) == ["args", "cpu_ms", "digests", "events",
+			"memory_bytes", "script", "seed", "timeout_ms"] and
 		.output_schema.type == "object" and
 		(.output_schema.properties | has("ok") and has("stdout") and has("result") and
 			has("truncated") and has("total_lines") and has("lossy") and has("stats") and
-			has("error"))'
+			has("error") and has("provenance"))'
 	# an operator who trusts the request offers every member but the flag-only caps
 	run --separate-stderr box-run --trust-request --describe
 	[ "$status" -eq 0 ]
@@ -74,7 +74,8 @@ start_httpd() {
 			has("timeout_ms") and has("cpu_ms") and has("memory_bytes") and
 			has("max_instructions") and has("max_output_bytes") and has("max_write_bytes") and
 			has("max_result_bytes") and has("workspace") and has("events") and has("tools") and
-			(has("max_timeout_ms") | not))'
+			(has("max_timeout_ms") | not) and (has("record") | not) and (has("replay") | not) and
+			(has("trace") | not))'
 }
 
 @test "cli: an unknown flag is a usage error (exit 2), JSON on stdout, one line on stderr" {

@@ -225,7 +225,7 @@ word_in() {
 	table=$(man_section "$MAN7" "EXIT STATUS" | sed -n '/^\.TS/,/^\.TE/p')
 	codes=$(sed -n 's/^[[:space:]]*\[BOX_E_[A-Z_]*\] = { "\([a-z_]*\)", \([0-9]*\) },.*/\1 \2/p' \
 		"$SRC/lib/err.c")
-	[ "$(wc -l <<<"$codes")" -eq 13 ]
+	[ "$(wc -l <<<"$codes")" -eq 14 ]
 	while read -r name status; do
 		grep -E "^$status\|" <<<"$table" | grep -qw -- "$name" ||
 			missing="$missing $name=$status"

@@ -158,3 +158,14 @@ sb_stdout() {
 	out=$(box-sandbox exec "$id" "$@" 2>/dev/null) || return 1
 	jq -j -e '.stdout' <<<"$out"
 }
+
+# httpd_start DIR: tests/fixtures/httpd.py on 127.0.0.1, its pid in DIR/pid; sets PORT
+httpd_start() {
+	python3 "$BATS_TEST_DIRNAME/fixtures/httpd.py" "$1/port" </dev/null >/dev/null 2>&1 3>&- &
+	echo $! >"$1/pid"
+	for _ in $(seq 200); do
+		[ -s "$1/port" ] && break
+		sleep 0.05
+	done
+	PORT=$(cat "$1/port")
+}

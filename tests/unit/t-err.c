@@ -14,7 +14,7 @@ int main(void)
 		{ BOX_E_INTEGRITY, "integrity_failed", 5 }, { BOX_E_NOT_FOUND, "not_found", 6 },
 		{ BOX_E_CONFLICT, "conflict", 7 }, { BOX_E_IO, "io_error", 8 },
 		{ BOX_E_PROVIDER, "provider_error", 8 }, { BOX_E_INTERNAL, "internal", 8 },
-		{ BOX_E_UNSUPPORTED, "unsupported", 8 },
+		{ BOX_E_UNSUPPORTED, "unsupported", 8 }, { BOX_E_REPLAY_DIVERGED, "replay_diverged", 9 },
 	};
 
 	for (size_t i = 0; i < sizeof(table) / sizeof(table[0]); i++) {
