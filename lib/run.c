@@ -552,41 +552,16 @@ static int tool_host_call(struct run *r, const struct box_ipc_field *f, int n, s
 	return answer_json(r, BOX_OP_OK, out, err);
 }
 
-static int host_call(struct run *r, uint8_t op, const struct box_buf *payload, struct box_err *err)
+/* The fs.* host calls: each a workspace operation on the path of f[0]. */
+static int fs_host_call(struct run *r, uint8_t op, const struct box_ipc_field *f, int n,
+			struct box_err *err)
 {
-	struct box_ipc_field f[BOX_IPC_MAX_FIELDS], res;
+	struct box_ipc_field res;
 	char path[PATH_MAX];
 	struct box_err e;
-	int n, rc = 0;
+	int rc = 0;
 
 	box_err_init(&e);
-	r->host_calls++;
-	n = box_ipc_split(payload->data ? payload->data : "", payload->len, f, BOX_IPC_MAX_FIELDS);
-	if (n < 1)
-		return box_err_set(err, BOX_E_INTERNAL, "malformed host call from the VM");
-	if (op == BOX_OP_TOOL)
-		return tool_host_call(r, f, n, err);
-	if (op == BOX_OP_CLOCK) {
-		/* live, the VM's own reading stands; the call exists to be recorded */
-		if (n < 2)
-			return box_err_set(err, BOX_E_INTERNAL, "malformed clock call from the VM");
-		return answer(r, BOX_OP_OK, &f[1], 1, err);
-	}
-	if (op == BOX_OP_HTTP) {
-		if (!r->allow || cJSON_GetArraySize(r->allow) == 0) {
-			box_err_set(&e, BOX_E_POLICY, "http is not enabled");
-			return answer_err(r, &e, err);
-		}
-		if (http_call(r, f[0].p, f[0].n, &e) < 0) {
-			/* the run's own deadline passed during the call: the run timed out */
-			if (e.code == BOX_E_TIMEOUT && box_now_ms() >= r->deadline)
-				return box_err_set(err, BOX_E_TIMEOUT, "deadline passed in http");
-			return answer_err(r, &e, err);
-		}
-		res.p = r->hline.data;
-		res.n = r->hline.len;
-		return answer(r, BOX_OP_OK, &res, 1, err);
-	}
 	if (!r->has_ws) {
 		box_err_set(&e, BOX_E_POLICY, "no workspace");
 		return answer_err(r, &e, err);
@@ -657,6 +632,43 @@ static int host_call(struct run *r, uint8_t op, const struct box_buf *payload, s
 	default:
 		return box_err_set(err, BOX_E_INTERNAL, "unknown host call %u from the VM", op);
 	}
+}
+
+static int host_call(struct run *r, uint8_t op, const struct box_buf *payload, struct box_err *err)
+{
+	struct box_ipc_field f[BOX_IPC_MAX_FIELDS], res;
+	struct box_err e;
+	int n;
+
+	box_err_init(&e);
+	r->host_calls++;
+	n = box_ipc_split(payload->data ? payload->data : "", payload->len, f, BOX_IPC_MAX_FIELDS);
+	if (n < 1)
+		return box_err_set(err, BOX_E_INTERNAL, "malformed host call from the VM");
+	if (op == BOX_OP_TOOL)
+		return tool_host_call(r, f, n, err);
+	if (op == BOX_OP_CLOCK) {
+		/* live, the VM's own reading stands; the call exists to be recorded */
+		if (n < 2)
+			return box_err_set(err, BOX_E_INTERNAL, "malformed clock call from the VM");
+		return answer(r, BOX_OP_OK, &f[1], 1, err);
+	}
+	if (op == BOX_OP_HTTP) {
+		if (!r->allow || cJSON_GetArraySize(r->allow) == 0) {
+			box_err_set(&e, BOX_E_POLICY, "http is not enabled");
+			return answer_err(r, &e, err);
+		}
+		if (http_call(r, f[0].p, f[0].n, &e) < 0) {
+			/* the run's own deadline passed during the call: the run timed out */
+			if (e.code == BOX_E_TIMEOUT && box_now_ms() >= r->deadline)
+				return box_err_set(err, BOX_E_TIMEOUT, "deadline passed in http");
+			return answer_err(r, &e, err);
+		}
+		res.p = r->hline.data;
+		res.n = r->hline.len;
+		return answer(r, BOX_OP_OK, &res, 1, err);
+	}
+	return fs_host_call(r, op, f, n, err);
 }
 
 /* ------------------------------------------------------------------ record, replay, trace */
@@ -1225,14 +1237,73 @@ static int write_cassette(struct run *r, const cJSON *res, struct box_err *err)
 	return rc;
 }
 
+/* --record and --replay: a replay runs the recorded request (*req becomes *merged, which the
+ * caller frees) with the cassette loaded into r->cas. */
+static int record_replay_setup(struct run *r, const cJSON **req, cJSON **merged,
+			       struct box_err *err)
+{
+	const char *replay = box_json_get_str(*req, "replay", NULL);
+
+	r->recording = box_json_get_str(*req, "record", NULL) != NULL;
+	if (replay && r->recording) {
+		box_err_set(err, BOX_E_USAGE, "--record and --replay exclude each other");
+		box_err_path(err, "$.replay");
+		return -1;
+	}
+	if (!replay)
+		return 0;
+	if (box_cassette_load(&r->cas, replay, err) < 0) {
+		if (!err->path[0])
+			box_err_path(err, "$.replay");
+		return -1;
+	}
+	r->replaying = 1;
+	*merged = replay_request(r, *req, replay, err);
+	if (!*merged)
+		return -1;
+	*req = *merged;
+	r->replay_fs = box_json_get_str(*req, "workspace", NULL) != NULL;
+	return 0;
+}
+
+/* The output area shared with the VM child, the socket to it and the child itself; r->shm
+ * stays NULL when it could not be mapped. */
+static int start_vm(struct run *r, struct box_err *err)
+{
+	int sv[2];
+
+	r->shm_size = box_vm_shm_size(r->max_output_bytes);
+	r->shm = mmap(NULL, r->shm_size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	if (r->shm == MAP_FAILED) {
+		r->shm = NULL;
+		return box_err_sys(err, "mmap");
+	}
+	r->shm->out_cap = (uint32_t)r->max_output_bytes;
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0)
+		return box_err_sys(err, "socketpair");
+	r->start = box_now_ms();
+	r->deadline = r->start + r->timeout_ms;
+	r->pid = fork();
+	if (r->pid == 0) {
+		close(sv[0]);
+		child(r, sv[1]);
+	}
+	close(sv[1]);
+	if (r->pid < 0) {
+		close(sv[0]);
+		return box_err_sys(err, "fork");
+	}
+	r->sock = sv[0];
+	return 0;
+}
+
 cJSON *box_run(const cJSON *req, const struct box_run_hooks *hooks, struct box_err *err)
 {
 	struct run r;
-	int sv[2], status = 0, tried = 0;
+	int status = 0, tried = 0;
 	struct rusage ru;
 	cJSON *res = NULL, *merged = NULL;
-	const char *ws, *replay = box_json_get_str(req, "replay", NULL);
-	const char *trace = box_json_get_str(req, "trace", NULL);
+	const char *ws, *trace = box_json_get_str(req, "trace", NULL);
 
 	memset(&r, 0, sizeof(r));
 	r.hooks = hooks;
@@ -1241,25 +1312,8 @@ cJSON *box_run(const cJSON *req, const struct box_run_hooks *hooks, struct box_e
 	r.policy = hooks ? hooks->policy : NULL;
 	box_buf_init(&r.meta, 64 * 1024);
 	box_cassette_init(&r.cas, (size_t)BOX_CASSETTE_MAX_BYTES);
-	r.recording = box_json_get_str(req, "record", NULL) != NULL;
-	if (replay && r.recording) {
-		box_err_set(err, BOX_E_USAGE, "--record and --replay exclude each other");
-		box_err_path(err, "$.replay");
+	if (record_replay_setup(&r, &req, &merged, err) < 0)
 		goto out_early;
-	}
-	if (replay) {
-		if (box_cassette_load(&r.cas, replay, err) < 0) {
-			if (!err->path[0])
-				box_err_path(err, "$.replay");
-			goto out_early;
-		}
-		r.replaying = 1;
-		merged = replay_request(&r, req, replay, err);
-		if (!merged)
-			goto out_early;
-		req = merged;
-		r.replay_fs = box_json_get_str(req, "workspace", NULL) != NULL;
-	}
 	r.req = req;
 	if (read_opts(&r, req, err) < 0)
 		goto out_early;
@@ -1282,31 +1336,11 @@ cJSON *box_run(const cJSON *req, const struct box_run_hooks *hooks, struct box_e
 		}
 		r.has_ws = 1;
 	}
-	r.shm_size = box_vm_shm_size(r.max_output_bytes);
-	r.shm = mmap(NULL, r.shm_size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-	if (r.shm == MAP_FAILED) {
-		box_err_sys(err, "mmap");
+	if (start_vm(&r, err) < 0) {
+		if (r.shm)
+			goto out_shm;
 		goto out_ws;
 	}
-	r.shm->out_cap = (uint32_t)r.max_output_bytes;
-	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0) {
-		box_err_sys(err, "socketpair");
-		goto out_shm;
-	}
-	r.start = box_now_ms();
-	r.deadline = r.start + r.timeout_ms;
-	r.pid = fork();
-	if (r.pid == 0) {
-		close(sv[0]);
-		child(&r, sv[1]);
-	}
-	close(sv[1]);
-	if (r.pid < 0) {
-		close(sv[0]);
-		box_err_sys(err, "fork");
-		goto out_shm;
-	}
-	r.sock = sv[0];
 	if (serve(&r, err) < 0) {
 		kill(r.pid, SIGKILL);
 		wait4(r.pid, &status, 0, &ru);

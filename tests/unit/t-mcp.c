@@ -134,7 +134,9 @@ int main(void)
 	snprintf(dir, sizeof(dir), "/tmp/t-mcp.XXXXXX");
 	if (!mkdtemp(dir))
 		return 1;
-	snprintf(fixtures, sizeof(fixtures), "%s/tests/fixtures/tools/tools.json", src ? src : "..");
+	/* BOX_SRCDIR under make check; the configured source tree otherwise (check-valgrind) */
+	snprintf(fixtures, sizeof(fixtures), "%s/tests/fixtures/tools/tools.json",
+		 src && src[0] ? src : BOX_TEST_SRCDIR);
 	policy_errors();
 
 	snprintf(text, sizeof(text), "{\"box-mcp\": {\"tools\": [], \"manifest\": \"%s\", "

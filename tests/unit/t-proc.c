@@ -238,7 +238,10 @@ static void test_timeout(void)
 	box_proc_result_release(&r);
 
 	is_int(sh("echo fast", NULL, 10000, 0, &r, &err), 0, "a quick run");
-	ok(r.duration_ms < 40, "... its end is seen at once (%lld ms)", (long long)r.duration_ms);
+	/* under valgrind (and a second test beside it) the parent's own work is slower, not its
+	 * wait: a poll interval would still show as hundreds of ms */
+	ok(r.duration_ms < (getenv("BOX_UNDER_VALGRIND") ? 200 : 40),
+	   "... its end is seen at once (%lld ms)", (long long)r.duration_ms);
 	box_proc_result_release(&r);
 }
 
