@@ -542,6 +542,114 @@ static int load_lock(struct box_toolset *set, const char *file, struct box_err *
 	return rc;
 }
 
+/* The entry of a kind-lua artifact the store holds, its tree verified first. */
+static int library_source(const struct box_lock_entry *e, const char *store,
+			  struct box_buf *src, struct box_err *err)
+{
+	struct box_buf b = BOX_BUF_INIT(BOX_ARTIFACT_MAX);
+	char dir[PATH_MAX + 32], real[PATH_MAX], label[BOX_LOCK_NAME_MAX + BOX_SEMVER_MAX_LEN + 2];
+	struct box_verify_pin *pin;
+	struct origin org = { .dir = real, .artifact = label, .entry = "" };
+	const cJSON *kind, *entry;
+	cJSON *root = NULL;
+	char *file = NULL;
+	int rc = -1, n;
+
+	snprintf(label, sizeof(label), "%s@%s", e->name, e->version);
+	if (!(pin = box_verify_pin_new(store, e->digest, e->tree_digest, label, err)))
+		return -1;
+	n = snprintf(dir, sizeof(dir), "%s/sha256/%s", store, e->digest + 7);
+	if (n < 0 || (size_t)n >= sizeof(dir)) {
+		box_err_set(err, BOX_E_INVALID, "BOX_HOME is too long");
+		goto out;
+	}
+	if (!realpath(dir, real)) {
+		if (errno == ENOENT)
+			box_err_set(err, BOX_E_NOT_FOUND,
+				    "library %s (%s) is not in the store %s: run box-pull", label,
+				    e->digest, store);
+		else
+			box_err_sys(err, "%s", dir);
+		goto out;
+	}
+	/* nothing of the entry is read before its tree is known to be the one pulled */
+	if (box_verify_entry(pin, err) < 0)
+		goto out;
+	snprintf(dir, sizeof(dir), "%s/%s", real, BOX_ARTIFACT_FILE);
+	if (box_buf_read_file(&b, AT_FDCWD, dir, err) < 0 ||
+	    !(root = box_json_parse(b.data, b.len, err)))
+		goto out;
+	kind = cJSON_GetObjectItemCaseSensitive(root, "kind");
+	entry = cJSON_GetObjectItemCaseSensitive(root, "entry");
+	if (!cJSON_IsString(kind) || strcmp(kind->valuestring, "lua")) {
+		box_err_set(err, BOX_E_INTEGRITY,
+			    "library %s: pinned as kind lua, but its %s says otherwise", label,
+			    BOX_ARTIFACT_FILE);
+		goto out;
+	}
+	if (!cJSON_IsString(entry) || !entry->valuestring[0]) {
+		box_err_set(err, BOX_E_INVALID, "library %s: its %s names no entry", label,
+			    BOX_ARTIFACT_FILE);
+		goto out;
+	}
+	if (!(file = inside(&org, entry->valuestring, "$.entry", err)) ||
+	    box_buf_read_file(src, AT_FDCWD, file, err) < 0)
+		goto out;
+	rc = 0;
+out:
+	free(file);
+	cJSON_Delete(root);
+	box_buf_release(&b);
+	box_verify_pin_free(pin);
+	return rc;
+}
+
+int box_tools_library(const char *path, const char *name, struct box_buf *src, char *label,
+		      size_t label_size, struct box_err *err)
+{
+	struct box_lock lk;
+	char store[PATH_MAX];
+	const struct box_lock_entry *e = NULL;
+	size_t i;
+	int rc = -1;
+
+	{
+		struct box_buf b = BOX_BUF_INIT(BOX_LOCK_MAX_BYTES);
+		cJSON *root = NULL;
+		int lock;
+
+		if (box_buf_read_file(&b, AT_FDCWD, path, err) == 0)
+			root = box_json_parse(b.data, b.len, err);
+		box_buf_release(&b);
+		if (!root)
+			return -1;
+		lock = cJSON_IsObject(root) &&
+		       cJSON_GetObjectItemCaseSensitive(root, "lock_version") != NULL;
+		cJSON_Delete(root);
+		if (!lock)
+			return box_err_set(err, BOX_E_NOT_FOUND,
+					   "no Lua library %s: %s is a tool manifest, not a box.lock",
+					   name, path);
+	}
+	box_lock_init(&lk);
+	if (box_lock_read(AT_FDCWD, path, &lk, err) < 0)
+		return -1;
+	for (i = 0; i < lk.n && !e; i++)
+		if (strcmp(lk.entries[i].name, name) == 0)
+			e = &lk.entries[i];
+	if (!e)
+		box_err_set(err, BOX_E_NOT_FOUND, "no Lua library %s is pinned in %s", name, path);
+	else if (strcmp(e->kind, "lua"))
+		box_err_set(err, BOX_E_NOT_FOUND,
+			    "no Lua library %s: %s pins it as an artifact of kind %s", name, path,
+			    e->kind);
+	else if (store_root(store, sizeof(store), err) == 0 &&
+		 library_source(e, store, src, err) == 0)
+		rc = snprintf(label, label_size, "%s@%s", e->name, e->version) < 0 ? -1 : 0;
+	box_lock_release(&lk);
+	return rc;
+}
+
 struct box_toolset *box_tools_load(const char *path, struct box_err *err)
 {
 	struct box_buf b = BOX_BUF_INIT(BOX_LOCK_MAX_BYTES);
