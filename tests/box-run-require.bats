@@ -114,7 +114,7 @@ return {name = ..., loads = LOADS, up = string.upper("x")}'
 	chmod -R u+w "$BOX_HOME/store/sha256/$hex"
 	rm -rf "$BOX_HOME/store/sha256/$hex"*
 	run_box --tools box.lock -e 'return require "acme/absent"'
-	assert_fail not_found 6 '.error.message | test("library acme/absent@1.0.0 .* is not in the store .*run box-pull")'
+	assert_fail not_found 6 '.error.message | test("artifact acme/absent@1.0.0 .* is not in the store .*run box-pull")'
 }
 
 # assert_refused PATTERN: exit 5, integrity_failed naming acme/count, and it did not run
