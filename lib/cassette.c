@@ -23,7 +23,7 @@ static const struct {
 	{ BOX_OP_FS_STAT, "fs.stat" }, { BOX_OP_FS_LIST, "fs.list" },
 	{ BOX_OP_FS_REMOVE, "fs.remove" }, { BOX_OP_FS_MKDIR, "fs.mkdir" },
 	{ BOX_OP_FS_WALK, "fs.walk" }, { BOX_OP_HTTP, "http" }, { BOX_OP_TOOL, "tool" },
-	{ BOX_OP_CLOCK, "clock" },
+	{ BOX_OP_CLOCK, "clock" }, { BOX_OP_REQUIRE, "require" },
 };
 
 const char *box_cassette_op_name(uint8_t op)
@@ -344,7 +344,7 @@ cJSON *box_cassette_describe(uint8_t op, const struct box_ipc_field *in, int nin
 {
 	cJSON *o = cJSON_CreateObject();
 	const char *key = op == BOX_OP_HTTP ? "request" : op == BOX_OP_TOOL ? "tool" :
-			  op == BOX_OP_CLOCK ? "kind" : "path";
+			  op == BOX_OP_CLOCK ? "kind" : op == BOX_OP_REQUIRE ? "name" : "path";
 
 	if (!o)
 		return NULL;

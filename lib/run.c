@@ -26,6 +26,7 @@
 #include "proc.h"
 #include "provenance.h"
 #include "schema.h"
+#include "lockfile.h"
 #include "tools.h"
 #include "utf8.h"
 #include "vm.h"
@@ -62,7 +63,8 @@ const struct box_field box_run_fields[] = {
 	{ "allow_private_network", BOX_F_BOOL, 0, 0, 0,
 	  "let http reach loopback, private, link-local and metadata addresses", NULL },
 	{ "tools", BOX_F_STRING, 0, 4096, 0,
-	  "tool manifest or box.lock: offers tools.<name>(input) to the script (code mode)",
+	  "tool manifest or box.lock: offers tools.<name>(input) to the script (code mode) "
+	  "and require(name) of the Lua libraries a box.lock pins",
 	  "FILE" },
 	{ "events", BOX_F_BOOL, 0, 0, 0,
 	  "stream print output as NDJSON events as it happens; the result comes last", NULL },
@@ -91,6 +93,7 @@ struct run {
 	int allow_private, events;
 	const struct box_run_hooks *hooks;
 	struct box_toolset *tools;   /* NULL: no tools table */
+	const char *tools_path;      /* the manifest or box.lock given, or NULL */
 	struct box_vm_tool *vmtools; /* what the VM offers: one per tool of the set */
 
 	struct box_ws ws;
@@ -155,6 +158,7 @@ static void child(struct run *r, int sock)
 		.tools = r->vmtools,
 		.ntools = (size_t)cJSON_GetArraySize(r->tool_info),
 		.has_tools = r->tools != NULL || r->vmtools != NULL,
+		.has_require = r->tools != NULL || r->vmtools != NULL,
 		.seed = r->seed,
 		.clock_host = r->recording || r->replaying,
 	};
@@ -411,6 +415,7 @@ static int load_tools(struct run *r, const char *path, struct box_err *err)
 		box_err_path(err, "$.tools");
 		return -1;
 	}
+	r->tools_path = path;
 	r->tools = box_tools_load(path, err);
 	if (!r->tools) {
 		if (!err->path[0]) {
@@ -634,6 +639,44 @@ static int fs_host_call(struct run *r, uint8_t op, const struct box_ipc_field *f
 	}
 }
 
+/* Field: the library's name; the answer: its source and "NAME@VERSION" (box_tools_library). */
+static int require_host_call(struct run *r, const struct box_ipc_field *f, struct box_err *err)
+{
+	struct box_buf src = BOX_BUF_INIT(BOX_LUA_LIBRARY_MAX);
+	char name[BOX_LOCK_NAME_MAX + 1], label[BOX_LOCK_NAME_MAX + BOX_SEMVER_MAX_LEN + 2];
+	struct box_ipc_field res[2];
+	struct box_err e;
+	int rc;
+
+	box_err_init(&e);
+	if (f[0].n == 0 || f[0].n > BOX_LOCK_NAME_MAX || memchr(f[0].p, 0, f[0].n)) {
+		box_err_set(&e, BOX_E_NOT_FOUND, "no Lua library of that name");
+		return answer_err(r, &e, err);
+	}
+	memcpy(name, f[0].p, f[0].n);
+	name[f[0].n] = 0;
+	if (!r->tools_path) {
+		box_err_set(&e, BOX_E_NOT_FOUND, "no Lua library %s: no box.lock is given", name);
+		return answer_err(r, &e, err);
+	}
+	if (box_tools_library(r->tools_path, name, &src, label, sizeof(label), &e) < 0) {
+		box_buf_release(&src);
+		/* the store changed under the run: nothing more of it runs */
+		if (e.code == BOX_E_INTEGRITY) {
+			*err = e;
+			return -1;
+		}
+		return answer_err(r, &e, err);
+	}
+	res[0].p = src.data ? src.data : "";
+	res[0].n = src.len;
+	res[1].p = label;
+	res[1].n = strlen(label);
+	rc = answer(r, BOX_OP_OK, res, 2, err);
+	box_buf_release(&src);
+	return rc;
+}
+
 static int host_call(struct run *r, uint8_t op, const struct box_buf *payload, struct box_err *err)
 {
 	struct box_ipc_field f[BOX_IPC_MAX_FIELDS], res;
@@ -647,6 +690,8 @@ static int host_call(struct run *r, uint8_t op, const struct box_buf *payload, s
 		return box_err_set(err, BOX_E_INTERNAL, "malformed host call from the VM");
 	if (op == BOX_OP_TOOL)
 		return tool_host_call(r, f, n, err);
+	if (op == BOX_OP_REQUIRE)
+		return require_host_call(r, f, err);
 	if (op == BOX_OP_CLOCK) {
 		/* live, the VM's own reading stands; the call exists to be recorded */
 		if (n < 2)

@@ -472,23 +472,28 @@ int box_tools_check_artifact(const char *dir, const char *json, size_t len,
 	return rc;
 }
 
-static int load_artifact(struct box_toolset *set, const struct box_lock_entry *e,
-			 const char *store, struct box_err *err)
+#define LABEL_MAX (BOX_LOCK_NAME_MAX + BOX_SEMVER_MAX_LEN + 2)
+
+/* The box-artifact.json of the store entry that e pins, once the entry's tree is known to be
+ * the one pulled and the file says kind (pinned as that kind); real gets the entry's
+ * directory, label "NAME@VERSION", *pin its pin (freed by the caller, even on failure). */
+static cJSON *open_pinned(const struct box_lock_entry *e, const char *store, const char *kind,
+			  char real[PATH_MAX], char label[LABEL_MAX],
+			  struct box_verify_pin **pin, struct box_err *err)
 {
 	struct box_buf b = BOX_BUF_INIT(BOX_ARTIFACT_MAX);
-	char dir[PATH_MAX + 32], real[PATH_MAX], label[BOX_LOCK_NAME_MAX + BOX_SEMVER_MAX_LEN + 2];
-	struct box_verify_pin *pin;
-	const cJSON *kind;
+	char dir[PATH_MAX + 32];
+	const cJSON *k;
 	cJSON *root = NULL;
-	int rc = -1, n;
+	int n;
 
-	snprintf(label, sizeof(label), "%s@%s", e->name, e->version);
-	if (!(pin = box_verify_pin_new(store, e->digest, e->tree_digest, label, err)))
-		return -1;
+	snprintf(label, LABEL_MAX, "%s@%s", e->name, e->version);
+	if (!(*pin = box_verify_pin_new(store, e->digest, e->tree_digest, label, err)))
+		return NULL;
 	n = snprintf(dir, sizeof(dir), "%s/sha256/%s", store, e->digest + 7);
 	if (n < 0 || (size_t)n >= sizeof(dir)) {
 		box_err_set(err, BOX_E_INVALID, "BOX_HOME is too long");
-		goto out;
+		return NULL;
 	}
 	if (!realpath(dir, real)) {
 		if (errno == ENOENT)
@@ -497,26 +502,37 @@ static int load_artifact(struct box_toolset *set, const struct box_lock_entry *e
 				    label, e->digest, store);
 		else
 			box_err_sys(err, "%s", dir);
-		goto out;
+		return NULL;
 	}
 	/* nothing of the entry is read before its tree is known to be the one pulled */
-	if (box_verify_entry(pin, err) < 0)
-		goto out;
+	if (box_verify_entry(*pin, err) < 0)
+		return NULL;
 	snprintf(dir, sizeof(dir), "%s/%s", real, BOX_ARTIFACT_FILE);
-	if (box_buf_read_file(&b, AT_FDCWD, dir, err) < 0)
-		goto out;
-	if (!(root = box_json_parse(b.data, b.len, err)))
-		goto out;
-	kind = cJSON_GetObjectItemCaseSensitive(root, "kind");
-	if (!cJSON_IsString(kind) || strcmp(kind->valuestring, "tool")) {
-		box_err_set(err, BOX_E_INTEGRITY, "artifact %s: pinned as a tool, but its %s says otherwise",
-			    label, BOX_ARTIFACT_FILE);
-		goto out;
-	}
-	rc = artifact_tools(set, root, real, label, pin, err);
-out:
-	cJSON_Delete(root);
+	if (box_buf_read_file(&b, AT_FDCWD, dir, err) == 0)
+		root = box_json_parse(b.data, b.len, err);
 	box_buf_release(&b);
+	if (!root)
+		return NULL;
+	k = cJSON_GetObjectItemCaseSensitive(root, "kind");
+	if (!cJSON_IsString(k) || strcmp(k->valuestring, kind)) {
+		box_err_set(err, BOX_E_INTEGRITY,
+			    "artifact %s: pinned as kind %s, but its %s says otherwise", label, kind,
+			    BOX_ARTIFACT_FILE);
+		cJSON_Delete(root);
+		return NULL;
+	}
+	return root;
+}
+
+static int load_artifact(struct box_toolset *set, const struct box_lock_entry *e,
+			 const char *store, struct box_err *err)
+{
+	char real[PATH_MAX], label[LABEL_MAX];
+	struct box_verify_pin *pin = NULL;
+	cJSON *root = open_pinned(e, store, "tool", real, label, &pin, err);
+	int rc = root ? artifact_tools(set, root, real, label, pin, err) : -1;
+
+	cJSON_Delete(root);
 	box_verify_pin_free(pin);
 	return rc;
 }
@@ -538,6 +554,81 @@ static int load_lock(struct box_toolset *set, const char *file, struct box_err *
 	for (i = 0; i < lk.n && rc == 0; i++)
 		if (strcmp(lk.entries[i].kind, "tool") == 0)
 			rc = load_artifact(set, &lk.entries[i], store, err);
+	box_lock_release(&lk);
+	return rc;
+}
+
+/* The entry of a kind-lua artifact the store holds, its tree verified first. */
+static int library_source(const struct box_lock_entry *e, const char *store,
+			  struct box_buf *src, struct box_err *err)
+{
+	char real[PATH_MAX], label[LABEL_MAX];
+	struct box_verify_pin *pin = NULL;
+	struct origin org = { .dir = real, .artifact = label, .entry = "" };
+	cJSON *root = open_pinned(e, store, "lua", real, label, &pin, err);
+	const cJSON *entry = cJSON_GetObjectItemCaseSensitive(root, "entry");
+	char *file = NULL;
+	int rc = -1;
+
+	if (!root)
+		goto out;
+	if (!cJSON_IsString(entry) || !entry->valuestring[0]) {
+		box_err_set(err, BOX_E_INVALID, "library %s: its %s names no entry", label,
+			    BOX_ARTIFACT_FILE);
+		goto out;
+	}
+	if ((file = inside(&org, entry->valuestring, "$.entry", err)) &&
+	    box_buf_read_file(src, AT_FDCWD, file, err) == 0)
+		rc = 0;
+out:
+	free(file);
+	cJSON_Delete(root);
+	box_verify_pin_free(pin);
+	return rc;
+}
+
+int box_tools_library(const char *path, const char *name, struct box_buf *src, char *label,
+		      size_t label_size, struct box_err *err)
+{
+	struct box_lock lk;
+	char store[PATH_MAX];
+	const struct box_lock_entry *e = NULL;
+	size_t i;
+	int rc = -1;
+
+	{
+		struct box_buf b = BOX_BUF_INIT(BOX_LOCK_MAX_BYTES);
+		cJSON *root = NULL;
+		int lock;
+
+		if (box_buf_read_file(&b, AT_FDCWD, path, err) == 0)
+			root = box_json_parse(b.data, b.len, err);
+		box_buf_release(&b);
+		if (!root)
+			return -1;
+		lock = cJSON_IsObject(root) &&
+		       cJSON_GetObjectItemCaseSensitive(root, "lock_version") != NULL;
+		cJSON_Delete(root);
+		if (!lock)
+			return box_err_set(err, BOX_E_NOT_FOUND,
+					   "no Lua library %s: %s is a tool manifest, not a box.lock",
+					   name, path);
+	}
+	box_lock_init(&lk);
+	if (box_lock_read(AT_FDCWD, path, &lk, err) < 0)
+		return -1;
+	for (i = 0; i < lk.n && !e; i++)
+		if (strcmp(lk.entries[i].name, name) == 0)
+			e = &lk.entries[i];
+	if (!e)
+		box_err_set(err, BOX_E_NOT_FOUND, "no Lua library %s is pinned in %s", name, path);
+	else if (strcmp(e->kind, "lua"))
+		box_err_set(err, BOX_E_NOT_FOUND,
+			    "no Lua library %s: %s pins it as an artifact of kind %s", name, path,
+			    e->kind);
+	else if (store_root(store, sizeof(store), err) == 0 &&
+		 library_source(e, store, src, err) == 0)
+		rc = snprintf(label, label_size, "%s@%s", e->name, e->version) < 0 ? -1 : 0;
 	box_lock_release(&lk);
 	return rc;
 }

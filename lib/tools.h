@@ -7,6 +7,7 @@
 #include <stdint.h>
 #include <cjson/cJSON.h>
 #include "err.h"
+#include "buf.h"
 #include "verify.h"
 
 #define BOX_TOOLS_FILE_MAX ((size_t)4 << 20)   /* a tool manifest, in bytes */
@@ -17,6 +18,7 @@
 #define BOX_TOOL_ARG_MAX 4096                  /* bytes of one item of command */
 #define BOX_TOOL_OUTPUT_MAX ((size_t)1 << 20)  /* default cap on a tool's stdout */
 #define BOX_TOOL_DEFAULT_TIMEOUT_MS 30000
+#define BOX_LUA_LIBRARY_MAX ((size_t)1 << 20)  /* the entry file require loads, in bytes */
 #define BOX_TOOL_MAX_TIMEOUT_MS 3600000
 #define BOX_TOOL_DEPTH_ENV "BOX_TOOL_DEPTH"    /* set to 1 in every tool's environment */
 #define BOX_TOOL_LUA_MEMORY_DEFAULT ((int64_t)64 << 20)   /* a Lua tool's VM, in bytes */
@@ -90,6 +92,18 @@ int box_tool_name_valid(const char *name);
  *   io_error, internal.
  */
 struct box_toolset *box_tools_load(const char *path, struct box_err *err);
+
+/*
+ * The source of the Lua library NAME for require: the entry file of the kind-lua artifact that
+ * the box.lock PATH pins under NAME, read into src (its limit bounds the size) once the store
+ * entry's tree matches its tree digest; label gets "NAME@VERSION". Errors: not_found (NAME not
+ * pinned, pinned with another kind, or not in the store: "run box-pull"); integrity_failed (the
+ * tree differs from its digest, has none recorded, or its box-artifact.json is not kind lua);
+ * policy_denied (an entry that leads out of the artifact); limit_exceeded (a source past src's
+ * limit); invalid_request, io_error, internal.
+ */
+int box_tools_library(const char *path, const char *name, struct box_buf *src, char *label,
+		      size_t label_size, struct box_err *err);
 
 /*
  * Checks the tool definitions of an artifact directory dir whose box-artifact.json text is

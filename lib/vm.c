@@ -1268,6 +1268,58 @@ static int l_http_post(lua_State *L)
 
 /* ------------------------------------------------------------------ tools */
 
+/* require(name): a Lua library the operator's box.lock pins, its source from the broker (the
+ * VM cannot open a file), loaded as text in the script's environment, once per run. upvalue 1
+ * is the table of the libraries loaded (name → the value the library returned, or the
+ * "loading" marker while it runs: meeting that marker is a cycle). */
+static char require_loading;
+
+static int l_require(lua_State *L)
+{
+	struct box_ipc_field f, res[2];
+	size_t n;
+	const char *name = luaL_checklstring(L, 1, &n);
+
+	lua_settop(L, 1);
+	lua_pushvalue(L, 1);
+	if (lua_rawget(L, lua_upvalueindex(1)) != LUA_TNIL) {
+		if (lua_touserdata(L, -1) == &require_loading)
+			return luaL_error(L, "require %s: a require cycle (%s is still loading)",
+					  name, name);
+		return 1;
+	}
+	lua_pop(L, 1);
+	f.p = name;
+	f.n = n;
+	if (host_call(L, BOX_OP_REQUIRE, &f, 1, res, 2) < 2)
+		return luaL_error(L, "host call failed: malformed answer");
+	lua_pushliteral(L, "=");
+	lua_pushlstring(L, res[1].p, res[1].n);
+	lua_concat(L, 2);
+	/* text only: a binary chunk is refused, as in the script itself */
+	if (luaL_loadbufferx(L, res[0].p, res[0].n, lua_tostring(L, 2), "t") != LUA_OK)
+		return luaL_error(L, "require %s: %s", name, lua_tostring(L, -1));
+	lua_pushvalue(L, 1);
+	lua_pushlightuserdata(L, &require_loading);
+	lua_rawset(L, lua_upvalueindex(1));
+	lua_pushvalue(L, 1);
+	if (lua_pcall(L, 1, 1, 0) != LUA_OK) {
+		/* the library's own error, unchanged; a later require tries it again */
+		lua_pushvalue(L, 1);
+		lua_pushnil(L);
+		lua_rawset(L, lua_upvalueindex(1));
+		return lua_error(L);
+	}
+	if (lua_isnil(L, -1)) {
+		lua_pop(L, 1);
+		lua_pushboolean(L, 1);
+	}
+	lua_pushvalue(L, 1);
+	lua_pushvalue(L, -2);
+	lua_rawset(L, lua_upvalueindex(1));
+	return 1;
+}
+
 /* tools.NAME([input]): the input table goes to the broker as a JSON object (nil and an empty
  * table as {}), the tool's answer comes back as Lua values; upvalue 1 is NAME. */
 static int l_tool_call(lua_State *L)
@@ -1568,6 +1620,11 @@ static void build_env(lua_State *L)
 	if (V.c->has_tools) {
 		install_tools(L);
 		lua_setfield(L, 1, "tools");
+	}
+	if (V.c->has_require) {
+		lua_newtable(L);
+		lua_pushcclosure(L, l_require, 1);
+		lua_setfield(L, 1, "require");
 	}
 	/* where Lua looks up the name of a function that an error names ('json.decode', as
 	 * 'string.rep'): box's libraries join the standard ones; the script never sees it */

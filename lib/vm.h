@@ -26,6 +26,7 @@ enum box_op {
 	BOX_OP_TOOL,            /* tool name, JSON input object → JSON output object */
 	BOX_OP_CLOCK,           /* "time" | "clock", the VM's reading → the reading to use
 				 * (only with clock_host: a recorded or replayed run) */
+	BOX_OP_REQUIRE,         /* library name → its Lua source, "NAME@VERSION" (has_require) */
 	BOX_OP_PRINT = 40,      /* text printed (only with events) */
 	BOX_OP_FINAL,           /* JSON: {"result"?, "error"?, "lossy"} */
 };
@@ -68,6 +69,7 @@ struct box_vm_config {
 	const struct box_vm_tool *tools;  /* has_tools: the tools table, with ntools entries */
 	size_t ntools;
 	int has_tools;
+	int has_require;             /* require(name) asks the broker for a locked Lua library */
 	int64_t seed;                /* math.random is seeded with it (math.randomseed(seed)) */
 	int clock_host;              /* os.time, os.clock and os.date ask the broker (BOX_OP_CLOCK) */
 };

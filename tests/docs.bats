@@ -283,7 +283,7 @@ word_in() {
 	# the "    $ " lines of the walk-through, each box-* command's JSON checked for ok
 	awk '/^A tool, a skill or a Lua library/ { on = 1 } /^box-lock writes complete pins/ { on = 0 }
 		on && /^    \$ / { sub(/^    \$ /, ""); print }' "$SRC/README" >steps
-	assert_equal "$(wc -l <steps)" 9
+	assert_equal "$(wc -l <steps)" 10
 	{
 		echo 'set -e'
 		n=0
@@ -298,6 +298,7 @@ word_in() {
 	run --separate-stderr bash walk.sh
 	assert_success
 	jqe '.result.greeting == "hello CI"' "$(cat out.9)"
+	jqe '.result == "CI"' "$(cat out.10)"
 	jqe '(.artifacts | map(.name) == ["greet", "strutil"]) and .lock.changed == false' \
 		"$(cat out.7)"
 	jqe '.problems == [] and .unpinned == []' "$(cat out.8)"

@@ -748,6 +748,82 @@ static void test_lua(void)
 	box_tools_free(set);
 }
 
+#define D6 "6666666666666666666666666666666666666666666666666666666666666666"
+#define D7 "7777777777777777777777777777777777777777777777777777777777777777"
+#define D8 "8888888888888888888888888888888888888888888888888888888888888888"
+#define D9 "9999999999999999999999999999999999999999999999999999999999999999"
+
+/* box_tools_library on dir/box.lock, src emptied first (its limit stays) */
+static int library(const char *name, struct box_buf *src, char *label, size_t n,
+		   struct box_err *err)
+{
+	char file[PATH_MAX];
+
+	snprintf(file, sizeof(file), "%s/box.lock", dir);
+	box_err_init(err);
+	box_buf_truncate(src, 0);
+	label[0] = 0;
+	return box_tools_library(file, name, src, label, n, err);
+}
+
+static void library_refused(const char *name, enum box_code code, const char *msg)
+{
+	struct box_buf src = BOX_BUF_INIT(64);
+	struct box_err err;
+	char label[300];
+
+	ok(library(name, &src, label, sizeof(label), &err) < 0, "require %s is refused", name);
+	is_int(err.code, code, "... %s", box_err_code_name(code));
+	ok(strstr(err.message, msg) != NULL, "... says '%s': %s", msg, err.message);
+	box_buf_release(&src);
+}
+
+static void test_library(void)
+{
+	struct box_buf src = BOX_BUF_INIT(64);
+	struct box_err err;
+	char label[300], file[PATH_MAX + 32];
+
+	put("home/store/sha256/" D6 "/box-artifact.json",
+	    "{\"name\": \"acme/str\", \"version\": \"1.0.0\", \"kind\": \"lua\", "
+	    "\"entry\": \"lib/init.lua\"}", 0644);
+	put("home/store/sha256/" D6 "/lib/init.lua", "return {}\n", 0644);
+	put("home/store/sha256/" D7 "/box-artifact.json",
+	    "{\"name\": \"acme/out\", \"version\": \"1.0.0\", \"kind\": \"lua\", "
+	    "\"entry\": \"../" D6 "/lib/init.lua\"}", 0644);
+	put("home/store/sha256/" D8 "/box-artifact.json",
+	    "{\"name\": \"acme/big\", \"version\": \"1.0.0\", \"kind\": \"lua\", "
+	    "\"entry\": \"big.lua\"}", 0644);
+	put("home/store/sha256/" D8 "/big.lua",
+	    "return 'a string longer than the sixty-four bytes the buffer of the test holds'\n",
+	    0644);
+	seal(D6);
+	seal(D7);
+	seal(D8);
+	lock_with(ENTRY("acme/big", D8, "lua") "," ENTRY("acme/greet", D1, "tool") ","
+		  ENTRY("acme/mislabeled", D1, "lua") "," ENTRY("acme/out", D7, "lua") ","
+		  ENTRY("acme/str", D6, "lua") "," ENTRY("acme/unpulled", D9, "lua"));
+	ok(library("acme/str", &src, label, sizeof(label), &err) == 0, "a pinned library: %s",
+	   err.message);
+	ok(src.len == 10 && memcmp(src.data, "return {}\n", 10) == 0, "... its entry's source");
+	is_str(label, "acme/str@1.0.0", "... its label");
+	library_refused("acme/nope", BOX_E_NOT_FOUND, "no Lua library acme/nope is pinned");
+	library_refused("acme/greet", BOX_E_NOT_FOUND, "pins it as an artifact of kind tool");
+	library_refused("acme/mislabeled", BOX_E_INTEGRITY, "pinned as kind lua, but");
+	library_refused("acme/out", BOX_E_POLICY, "leads out of the artifact");
+	library_refused("acme/big", BOX_E_LIMIT, "");
+	library_refused("acme/unpulled", BOX_E_NOT_FOUND, "run box-pull");
+	/* a changed entry file is caught before it is read */
+	put("home/store/sha256/" D6 "/lib/init.lua", "return {changed = true}\n", 0644);
+	library_refused("acme/str", BOX_E_INTEGRITY, "lib/init.lua");
+	snprintf(file, sizeof(file), "%s/tools.json", fixtures);
+	box_err_init(&err);
+	ok(box_tools_library(file, "acme/str", &src, label, sizeof(label), &err) < 0 &&
+	   err.code == BOX_E_NOT_FOUND && strstr(err.message, "is a tool manifest, not a box.lock"),
+	   "a tool manifest pins no library: %s", err.message);
+	box_buf_release(&src);
+}
+
 int main(void)
 {
 	struct box_toolset *set;
@@ -782,6 +858,7 @@ int main(void)
 	box_tools_free(set);
 	test_missing_command();
 	test_lock();
+	test_library();
 	test_lua();
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
 	if (system(cmd))
