@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "buf.h"
+#include "flags.h"
 #include "json.h"
 #include "schema.h"
 #include "toolargs.h"
@@ -208,6 +209,15 @@ static int enum_text(const cJSON *s, char *buf, size_t n)
 	return 1;
 }
 
+/* box_flag_invalid for a flag named without its dashes, as the property table holds it */
+static int flag_invalid(struct box_err *err, const char *kind, const char *flag, const char *text)
+{
+	char shown[BOX_FLAG_SHOW + 3];
+
+	snprintf(shown, sizeof(shown), "--%s", flag);
+	return box_flag_invalid(err, kind, shown, text);
+}
+
 static int check_enum(const cJSON *s, const cJSON *v, const char *flag, const char *text,
 		      struct box_err *err)
 {
@@ -242,7 +252,7 @@ static cJSON *convert(enum kind k, const cJSON *s, const char *flag, const char 
 		else if (strcmp(text, "false") == 0)
 			v = cJSON_CreateFalse();
 		else
-			box_err_set(err, BOX_E_USAGE, "Invalid boolean for --%s: %.128s", flag, text);
+			flag_invalid(err, "boolean", flag, text);
 		return v;
 	case K_INTEGER:
 	case K_NUMBER:
@@ -251,15 +261,14 @@ static cJSON *convert(enum kind k, const cJSON *s, const char *flag, const char 
 		    (k == K_INTEGER && !box_json_is_int_literal(v) &&
 		     v->valuedouble != floor(v->valuedouble))) {
 			cJSON_Delete(v);
-			box_err_set(err, BOX_E_USAGE, "Invalid %s for --%s: %.128s",
-				    k == K_INTEGER ? "integer" : "number", flag, text);
+			flag_invalid(err, k == K_INTEGER ? "integer" : "number", flag, text);
 			return NULL;
 		}
 		break;
 	default:
 		v = box_json_parse(text, strlen(text), &scratch);
 		if (!v) {
-			box_err_set(err, BOX_E_USAGE, "Invalid JSON for --%s: %.128s", flag, text);
+			flag_invalid(err, "JSON", flag, text);
 			return NULL;
 		}
 		return v;
@@ -374,9 +383,9 @@ static int parse_flags(const cJSON *schema, struct props *ps, int argc, char **a
 			return 1;
 		}
 		if (a[0] != '-' || strcmp(a, "--") == 0 || strcmp(a, "-") == 0)
-			return box_err_set(err, BOX_E_USAGE, "Unexpected argument: %.128s", a);
+			return box_flag_unexpected(err, a);
 		if (a[1] != '-')
-			return box_err_set(err, BOX_E_USAGE, "Unknown flag: %.128s", a);
+			return box_flag_unknown(err, a);
 		name = a + 2;
 		eq = strchr(name, '=');
 		nlen = eq ? (size_t)(eq - name) : strlen(name);
@@ -388,8 +397,7 @@ static int parse_flags(const cJSON *schema, struct props *ps, int argc, char **a
 
 			if (!val) {
 				if (i + 1 >= argc)
-					return box_err_set(err, BOX_E_USAGE,
-							   "Missing value for flag: --%.*s", (int)nlen, name);
+					return box_flag_missing_value(err, a);
 				val = argv[++i];
 			}
 			if (*slot)
@@ -415,9 +423,12 @@ static int parse_flags(const cJSON *schema, struct props *ps, int argc, char **a
 			}
 			p = NULL;
 		}
-		if (!p)
-			return box_err_set(err, BOX_E_USAGE, "Unknown flag: --%.*s",
-					   (int)(nlen > 128 ? 128 : nlen), name);
+		if (!p) {
+			char shown[BOX_FLAG_SHOW + 3];
+
+			snprintf(shown, sizeof(shown), "--%.*s", (int)nlen, name);
+			return box_flag_unknown(err, shown);
+		}
 		if (p->kind == K_BOOLEAN) {
 			if (add_value(out, p, val ? val : "true", err) < 0)
 				return -1;
@@ -426,8 +437,7 @@ static int parse_flags(const cJSON *schema, struct props *ps, int argc, char **a
 		}
 		if (!val) {
 			if (i + 1 >= argc)
-				return box_err_set(err, BOX_E_USAGE, "Missing value for flag: --%s",
-						   p->flag);
+				return box_flag_missing_value(err, a);
 			val = argv[++i];
 		}
 		if (add_value(out, p, val, err) < 0)
