@@ -28,6 +28,7 @@
 #include "base64.h"
 #include "buf.h"
 #include "confine.h"
+#include "credenv.h"
 #include "ipc.h"
 #include "json.h"
 #include "nsroles.h"
@@ -424,6 +425,7 @@ int box_nsbox_stop(const struct box_nsbox_inst *i, const char *id, struct box_er
 
 #define HELPER_OUT_MAX ((size_t)16 << 20)
 #define HELPER_TIMEOUT_MS 600000
+#define HELPER_ENV_MAX 4096
 #define GUEST_PATH "/usr/local/bin:/usr/local/sbin:/usr/bin:/usr/sbin:/bin:/sbin"
 #define GUEST_ENV_MAX 160
 
@@ -444,7 +446,7 @@ static cJSON *run_sbfiles(const char *libexec, const char *const *args, struct b
 {
 	extern char **environ;
 	char path[PATH_MAX];
-	const char *argv[8];
+	const char *argv[8], **envp;
 	struct box_proc_opts o = { 0 };
 	struct box_proc_result r;
 	cJSON *res = NULL;
@@ -457,8 +459,15 @@ static cJSON *run_sbfiles(const char *libexec, const char *const *args, struct b
 	for (i = 0; args[i] && i < 6; i++)
 		argv[i + 1] = args[i];
 	argv[i + 1] = NULL;
+	envp = calloc(HELPER_ENV_MAX, sizeof(*envp));
+	if (!envp) {
+		box_err_set(err, BOX_E_INTERNAL, "out of memory");
+		return NULL;
+	}
+	/* the helper reads the state dir and sanitizer settings, never a credential */
+	box_credenv_filter(environ, envp, HELPER_ENV_MAX);
 	o.argv = argv;
-	o.envp = environ;
+	o.envp = (char *const *)envp;
 	o.timeout_ms = HELPER_TIMEOUT_MS;
 	o.max_stdout = HELPER_OUT_MAX;
 	if (box_proc_run(&o, &r, err) < 0)
@@ -481,6 +490,7 @@ static cJSON *run_sbfiles(const char *libexec, const char *const *args, struct b
 	}
 out:
 	box_proc_result_release(&r);
+	free(envp);
 	return res;
 }
 
