@@ -448,3 +448,12 @@ int box_credenv_scrub_self(void)
 	}
 	return removed;
 }
+
+void box_credenv_wipe_self(void)
+{
+	uintptr_t start = 0, end = 0;
+
+	clearenv();
+	if (env_block(&start, &end) == 0)
+		memset((char *)start, 0, end - start);
+}

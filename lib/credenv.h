@@ -46,4 +46,9 @@ size_t box_credenv_filter(char *const *env, const char **out, size_t max);
  */
 int box_credenv_scrub_self(void);
 
+/* Empties this process's environment and overwrites its whole environment block with NUL
+ * bytes: for a process that runs untrusted code and needs nothing of its caller's
+ * environment (box-run's VM child). */
+void box_credenv_wipe_self(void);
+
 #endif
