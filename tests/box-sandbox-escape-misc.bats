@@ -11,6 +11,10 @@ setup() {
 
 teardown() {
 	sb_teardown
+	if [ -n "${NB:-}" ]; then
+		as_nobody box-sandbox delete nb >/dev/null 2>&1 || true
+		rm -rf "$NB"
+	fi
 }
 
 # creds: the credential-shaped variables of a careless caller, by name and by value
@@ -113,4 +117,92 @@ LIST
 	[ "$n" -ge 2 ]
 	# the caller itself still had them: the test is not vacuous
 	env | grep -q "^GITHUB_TOKEN=leak-gh1$"
+}
+
+# burn N SECONDS: a guest command of N processes, each using SECONDS of CPU, printing the CPU
+# its children used in all
+burn() {
+	printf '%s' "import os, time
+for i in range($1):
+    if os.fork() == 0:
+        while time.process_time() < $2: pass
+        os._exit(0)
+for i in range($1): os.wait()
+t = os.times()
+print(round(t.children_user + t.children_system, 2))"
+}
+
+scopes_cgroup='.limits_enforced_by == "cgroup" and .limit_scopes == {
+	"memory": {"scope": "session", "by": "cgroup"}, "pids": {"scope": "session", "by": "cgroup"},
+	"cpu_ms": {"scope": "exec", "by": "cgroup"}, "disk_bytes": {"scope": "session", "by": "walk"},
+	"timeout_ms": {"scope": "exec", "by": "clock"}, "max_output_bytes": {"scope": "exec", "by": "box"}}'
+scopes_rlimit='.limits_enforced_by == "rlimit" and .limit_scopes == {
+	"memory": {"scope": "process", "by": "rlimit"}, "pids": {"scope": "user", "by": "rlimit"},
+	"cpu_ms": {"scope": "process", "by": "rlimit"}, "disk_bytes": {"scope": "session", "by": "walk"},
+	"timeout_ms": {"scope": "exec", "by": "clock"}, "max_output_bytes": {"scope": "exec", "by": "box"}}'
+
+@test "limit_scopes with cgroups (root): memory counts /tmp pages for the whole session, cpu_ms sums an exec's processes" {
+	run_sb create --session lm --memory 67108864 --disk-bytes 536870912
+	sb_ok
+	[ "$(echo "$output" | jq -r .limits_enforced_by)" = cgroup ] || skip "cgroups are not writable here"
+	jqe "$scopes_cgroup"
+	# 40 MiB in /tmp stay charged to the session after their exec: 48 MiB more in a process
+	# are over the 64 MiB, and fit once the file is gone
+	run_sb exec lm --timeout-ms 60000 -- sh -c 'head -c 40M /dev/zero > /tmp/f'
+	sb_ok "$scopes_cgroup"
+	run_sb exec lm --timeout-ms 60000 -- python3 -c 'b = bytearray(48 << 20); print(len(b))'
+	assert_fail limit_exceeded 3 ".resource_limit == \"memory\" and ($scopes_cgroup)"
+	run_sb exec lm --timeout-ms 60000 -- sh -c 'rm /tmp/f'
+	sb_ok
+	run_sb exec lm --timeout-ms 60000 -- python3 -c 'b = bytearray(48 << 20); print(len(b))'
+	sb_ok '.stdout == "50331648\n"'
+	# three processes of 0.8 s CPU each: 2.4 s in the exec, over its 1000 ms
+	run_sb create --session lc --cpu-ms 1000
+	sb_ok
+	run_sb exec lc --timeout-ms 60000 -- python3 -c "$(burn 3 0.8)"
+	assert_fail limit_exceeded 3 ".resource_limit == \"cpu\" and ($scopes_cgroup)"
+	# a status reports them too
+	run_sb status lc
+	sb_ok "$scopes_cgroup"
+}
+
+# as_nobody CMD...: CMD as uid and gid 65534 with one supplementary group (100), box's build on
+# PATH and NB (a directory nobody can write) as state dir and home
+as_nobody() {
+	setpriv --reuid 65534 --regid 65534 --groups 100 \
+		env -i PATH="$PATH" BOX_LIBEXEC_DIR="${BOX_LIBEXEC_DIR:-}" BOX_STATE_DIR="$NB/state" \
+		HOME="$NB" LANG=C.UTF-8 "$@"
+}
+
+@test "limit_scopes in rlimit mode (uid 65534): memory and cpu_ms bound each process, /tmp is not counted, groups stay" {
+	setpriv --reuid 65534 --regid 65534 --clear-groups unshare -U true 2>/dev/null ||
+		skip "unprivileged user namespaces are not available here"
+	NB=$(mktemp -d /tmp/box-nobody.XXXXXX)
+	chmod 0777 "$NB"
+	export NB
+	run --separate-stderr as_nobody box-sandbox create --session nb --memory 67108864 \
+		--cpu-ms 1000 --disk-bytes 536870912
+	[ "$status" -eq 0 ]
+	jqe "$scopes_rlimit"
+	# 160 MiB of tmpfs pages under a 64 MiB limit: RLIMIT_AS counts no tmpfs page
+	run --separate-stderr as_nobody box-sandbox exec nb --timeout-ms 60000 -- sh -c \
+		'head -c 160M /dev/zero > /tmp/f && stat -c %s /tmp/f'
+	[ "$status" -eq 0 ]
+	jqe ".stdout == \"167772160\n\" and ($scopes_rlimit)"
+	# 2.4 s of CPU in three processes pass a 1000 ms limit: RLIMIT_CPU is per process
+	run --separate-stderr as_nobody box-sandbox exec nb --timeout-ms 60000 -- python3 -c "$(burn 3 0.8)"
+	[ "$status" -eq 0 ]
+	jqe "(.stdout | rtrimstr(\"\n\") | tonumber) >= 2.0 and .resource_limit == null and ($scopes_rlimit)"
+	# ... but one process alone is stopped at its second (SIGKILL at the hard limit)
+	run --separate-stderr as_nobody box-sandbox exec nb --timeout-ms 60000 -- python3 -c \
+		'import time
+while time.process_time() < 30: pass'
+	[ "$status" -ne 0 ]
+	jqe '.signal == "SIGKILL" and .duration_ms < 30000'
+	# the host user's supplementary group stays, shown as the overflow gid
+	run --separate-stderr as_nobody box-sandbox exec nb -- sh -c 'grep "^Groups:" /proc/self/status'
+	[ "$status" -eq 0 ]
+	jqe '.stdout | test("^Groups:\\s+65534\\s*\n$")'
+	run --separate-stderr as_nobody box-sandbox delete nb
+	[ "$status" -eq 0 ]
 }
