@@ -118,9 +118,10 @@ done
 # run each: the grown corpus first (libFuzzer writes there), the seeds second
 status=0
 for t in "${targets[@]}"; do
-	mkdir -p "$out/corpus/$t" "$out/artifacts"
+	mkdir -p "$out/corpus/$t" "$out/artifacts" "$out/tmp"
 	log=$out/$t.log
-	if (cd "$out" && "./$t" -max_total_time="$secs" -max_len=65536 -timeout=20 \
+	# what a target makes in TMPDIR (the tool socket's) stays in the build dir
+	if (cd "$out" && TMPDIR=$out/tmp "./$t" -max_total_time="$secs" -max_len=65536 -timeout=20 \
 		-rss_limit_mb=2048 -print_final_stats=1 -artifact_prefix="$out/artifacts/$t-" \
 		"$out/corpus/$t" "$BOX_SRCDIR/tests/fuzz/corpus/$t") >"$log" 2>&1; then
 		runs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log")
