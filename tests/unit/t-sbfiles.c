@@ -137,7 +137,7 @@ static void test_outputs(void)
 	signal(SIGALRM, on_alarm);
 	alarm(20);
 	box_err_init(&err);
-	arr = box_sbfiles_outputs(o, 0, &err);
+	arr = box_sbfiles_outputs(o, NULL, &err);
 	alarm(0);
 	if (!ok(arr != NULL, "outputs lists the directory (a FIFO does not block it)")) {
 		printf("# %s\n", err.message);
@@ -168,10 +168,10 @@ static void test_outputs(void)
 	cJSON_Delete(arr);
 
 	/* entries: b.txt a a/z.txt link fifo empty \xff.bin = 7 */
-	arr = box_sbfiles_outputs(o, 7, &err);
+	arr = box_sbfiles_outputs(o, &(struct box_sbfiles_out_limits){ .max_files = 7 }, &err);
 	ok(arr != NULL, "max_files equal to the entries passes");
 	cJSON_Delete(arr);
-	arr = box_sbfiles_outputs(o, 6, &err);
+	arr = box_sbfiles_outputs(o, &(struct box_sbfiles_out_limits){ .max_files = 6 }, &err);
 	ok(!arr && err.code == BOX_E_LIMIT, "one entry too many is limit_exceeded");
 	is_str(err.limit, "files", "... naming files");
 	is_int(err.configured, 6, "... with the configured cap");
@@ -179,7 +179,7 @@ static void test_outputs(void)
 
 	mkdirat(topfd, "none", 0755);
 	o = opendir_at(topfd, "none");
-	arr = box_sbfiles_outputs(o, 0, &err);
+	arr = box_sbfiles_outputs(o, NULL, &err);
 	ok(cJSON_IsArray(arr) && cJSON_GetArraySize(arr) == 0, "an empty directory gives []");
 	cJSON_Delete(arr);
 	close(o);
