@@ -14,13 +14,14 @@
 #include "banned.h"
 
 static const char usage[] =
-	"Usage: box-sbfiles outputs [--max-files N] DIR\n"
+	"Usage: box-sbfiles outputs [--max-files N] [--max-bytes N] DIR\n"
 	"       box-sbfiles snapshot SRC_DIR SNAP_DIR\n"
 	"       box-sbfiles restore SNAP_DIR DIGEST DEST_PARENT NAME\n"
 	"       box-sbfiles --help | --version\n"
 	"\n"
 	"File work of box-sandbox, not meant to be run by hand. Prints one JSON object.\n"
-	"  outputs   list the files under DIR: path, size, sha256 (symlinks never followed)\n"
+	"  outputs   list the files under DIR: path, size, sha256 (symlinks never followed,\n"
+	"            each inode hashed once, at most N bytes of distinct files hashed)\n"
 	"  snapshot  pack SRC_DIR into SNAP_DIR/<hex>.tar.gz and print its digest\n"
 	"  restore   replace DEST_PARENT/NAME with the snapshot DIGEST from SNAP_DIR\n";
 
@@ -37,32 +38,49 @@ static int open_dir(const char *path, struct box_err *err)
 	return fd;
 }
 
+/* A value of --max-files or --max-bytes: 1 to max. */
+static int count_arg(const char *flag, const char *v, unsigned long long max,
+		     unsigned long long *out, struct box_err *err)
+{
+	char *end;
+
+	errno = 0;
+	*out = strtoull(v, &end, 10);
+	if (errno || end == v || *end || v[0] == '-' || *out == 0 || *out > max)
+		return box_err_set(err, BOX_E_USAGE, "%s needs a positive integer", flag);
+	return 0;
+}
+
 static cJSON *outputs(int argc, char **argv, struct box_err *err)
 {
-	unsigned long long max = 0;
+	struct box_sbfiles_out_limits lim = { 0 };
+	unsigned long long v;
 	cJSON *list, *res;
-	char *end;
 	int fd;
 
-	if (argc == 3 && strcmp(argv[0], "--max-files") == 0) {
-		errno = 0;
-		max = strtoull(argv[1], &end, 10);
-		if (errno || end == argv[1] || *end || argv[1][0] == '-' || max == 0 ||
-		    max > 100000000) {
-			box_err_set(err, BOX_E_USAGE, "--max-files needs a positive integer");
+	while (argc >= 3 && (strcmp(argv[0], "--max-files") == 0 ||
+			     strcmp(argv[0], "--max-bytes") == 0)) {
+		int files = argv[0][6] == 'f';
+
+		if (count_arg(argv[0], argv[1], files ? 100000000 : (unsigned long long)INT64_MAX,
+			      &v, err) < 0)
 			return NULL;
-		}
+		if (files)
+			lim.max_files = (size_t)v;
+		else
+			lim.max_bytes = (int64_t)v;
 		argv += 2;
 		argc -= 2;
 	}
 	if (argc != 1 || argv[0][0] == '-') {
-		box_err_set(err, BOX_E_USAGE, "usage: box-sbfiles outputs [--max-files N] DIR");
+		box_err_set(err, BOX_E_USAGE, "usage: box-sbfiles outputs [--max-files N] "
+			    "[--max-bytes N] DIR");
 		return NULL;
 	}
 	fd = open_dir(argv[0], err);
 	if (fd < 0)
 		return NULL;
-	list = box_sbfiles_outputs(fd, (size_t)max, err);
+	list = box_sbfiles_outputs(fd, &lim, err);
 	close(fd);
 	if (!list)
 		return NULL;

@@ -268,21 +268,87 @@ struct exec_spec {
 	const char *cwd;
 	const char *stdin_data;
 	int timeout_ms;
+	int64_t cpu_ms;        /* this exec's, else the session's; <= 0: none */
+	int64_t max_output_bytes;
 	int events;
 };
 
+/* The limits one exec may set for itself; the others are the session's, fixed at create. */
+static void exec_limits(const struct box_sandbox_ctx *s, struct exec_spec *e)
+{
+	e->timeout_ms = (int)box_json_get_int(s->req, "timeout_ms",
+					      lim(s, "timeout_ms", BOX_SANDBOX_DEFAULT_TIMEOUT_MS));
+	e->cpu_ms = box_json_get_int(s->req, "cpu_ms", lim(s, "cpu_ms", 0));
+	e->max_output_bytes = box_json_get_int(s->req, "max_output_bytes",
+					       lim(s, "max_output_bytes",
+						   BOX_SANDBOX_DEFAULT_OUTPUT));
+}
+
+/* A limit of the session's instance given on an exec of an existing session: the same value
+ * is accepted, another one is invalid_request (it would not apply), before anything runs. */
+static int session_limits_match(const struct box_sandbox_ctx *s, struct box_err *err)
+{
+	static const struct {
+		const char *key;
+		int64_t def;
+	} keys[] = {
+		{ "memory", BOX_SANDBOX_DEFAULT_MEMORY }, { "pids", BOX_SANDBOX_DEFAULT_PIDS },
+		{ "disk_bytes", BOX_SANDBOX_DEFAULT_DISK },
+		{ "idle_pause_after_seconds", BOX_SANDBOX_DEFAULT_IDLE },
+	};
+	size_t k;
+
+	if (!s->have_rec)
+		return 0;   /* the exec creates the session with them */
+	for (k = 0; k < sizeof(keys) / sizeof(keys[0]); k++) {
+		const cJSON *v = cJSON_GetObjectItemCaseSensitive(s->req, keys[k].key);
+		int64_t have = lim(s, keys[k].key, keys[k].def);
+		char path[64];
+
+		if (!cJSON_IsNumber(v) || box_json_get_int(s->req, keys[k].key, 0) == have)
+			continue;
+		box_err_set(err, BOX_E_INVALID, "%s is the session's, set when it was created "
+			    "(%lld); an exec cannot change it", keys[k].key, (long long)have);
+		box_fmt(path, sizeof(path), "$.%s", keys[k].key);
+		box_err_path(err, path);
+		return -1;
+	}
+	return 0;
+}
+
 /* The configured limits of an exec of the session, for its error object. */
-static struct box_sbexec_conf conf_of(const struct box_sandbox_ctx *s, int timeout_ms)
+static struct box_sbexec_conf conf_of(const struct box_sandbox_ctx *s, const struct exec_spec *e)
 {
 	struct box_sbexec_conf c = {
-		.timeout_ms = timeout_ms,
+		.timeout_ms = e->timeout_ms,
 		.memory = lim(s, "memory", BOX_SANDBOX_DEFAULT_MEMORY),
 		.pids = lim(s, "pids", BOX_SANDBOX_DEFAULT_PIDS),
-		.cpu_ms = lim(s, "cpu_ms", 0),
+		.cpu_ms = e->cpu_ms,
 		.disk_bytes = lim(s, "disk_bytes", BOX_SANDBOX_DEFAULT_DISK),
 	};
 
 	return c;
+}
+
+/* exec --events: the caller's callback, given at most max bytes of each stream (the rest is
+ * in the result's full_output_path, as for the result itself). */
+struct events_cap {
+	const struct box_sandbox_io *io;
+	int64_t max, sent[2];
+};
+
+static void events_capped(void *ctx, int stream, const char *p, size_t n)
+{
+	struct events_cap *c = ctx;
+	int64_t *sent = &c->sent[stream == 1 ? 0 : 1];
+	size_t room = *sent < c->max ? (size_t)(c->max - *sent) : 0;
+
+	if (n > room)
+		n = room;
+	if (n == 0)
+		return;
+	*sent += (int64_t)n;
+	c->io->on_output(c->io->ctx, stream, p, n);
 }
 
 /* Runs the command of e through the provider: 0 with *r filled (release it), or -1. */
@@ -290,6 +356,7 @@ static int run_exec(struct box_sandbox_ctx *s, const struct exec_spec *e,
 		    struct box_sbexec_result *r, struct box_err *err)
 {
 	struct box_sbexec x = { 0 };
+	struct events_cap cap = { s->io, e->max_output_bytes, { 0, 0 } };
 	cJSON *env = cJSON_CreateArray();
 	const char **argv = strv_of(e->argv), **envp = NULL;
 	int rc = -1;
@@ -311,11 +378,11 @@ static int run_exec(struct box_sandbox_ctx *s, const struct exec_spec *e,
 	x.stdin_data = e->stdin_data;
 	x.stdin_len = e->stdin_data ? strlen(e->stdin_data) : 0;
 	x.timeout_ms = e->timeout_ms;
-	x.cpu_ms = lim(s, "cpu_ms", 0);
-	x.max_output_bytes = lim(s, "max_output_bytes", BOX_SANDBOX_DEFAULT_OUTPUT);
-	if (e->events && s->io) {
-		x.on_output = s->io->on_output;
-		x.ctx = s->io->ctx;
+	x.cpu_ms = e->cpu_ms;
+	x.max_output_bytes = e->max_output_bytes;
+	if (e->events && s->io && s->io->on_output) {
+		x.on_output = events_capped;
+		x.ctx = &cap;
 	}
 	rc = s->p->exec(&s->ps, &x, r, err);
 out:
@@ -342,7 +409,9 @@ static int run_init(struct box_sandbox_ctx *s, struct box_err *err)
 		cJSON_AddItemToArray(argv, cJSON_CreateString(cmd->valuestring));
 		e.argv = argv;
 		e.timeout_ms = (int)lim(s, "timeout_ms", BOX_SANDBOX_DEFAULT_TIMEOUT_MS);
-		conf = conf_of(s, e.timeout_ms);
+		e.cpu_ms = lim(s, "cpu_ms", 0);
+		e.max_output_bytes = lim(s, "max_output_bytes", BOX_SANDBOX_DEFAULT_OUTPUT);
+		conf = conf_of(s, &e);
 		if (run_exec(s, &e, &r, err) < 0) {
 			box_sbexec_result_release(&r);
 			cJSON_Delete(argv);
@@ -639,7 +708,8 @@ static cJSON *op_exec(struct box_sandbox_ctx *s, struct box_err *err)
 		return box_err_set(err, BOX_E_USAGE, "give either --command or ARGV, not both"), NULL;
 	if (!cmd && cJSON_GetArraySize(argv) == 0)
 		return box_err_set(err, BOX_E_USAGE, "exec needs ARGV after -- or --command"), NULL;
-	if (check_env(cJSON_GetObjectItemCaseSensitive(s->req, "env"), err) < 0 || ready(s, err) < 0)
+	if (check_env(cJSON_GetObjectItemCaseSensitive(s->req, "env"), err) < 0 ||
+	    session_limits_match(s, err) < 0 || ready(s, err) < 0)
 		return NULL;
 	if (cmd) {
 		shell = cJSON_CreateArray();
@@ -651,8 +721,7 @@ static cJSON *op_exec(struct box_sandbox_ctx *s, struct box_err *err)
 	e.env = cJSON_GetObjectItemCaseSensitive(s->req, "env");
 	e.cwd = box_json_get_str(s->req, "cwd", NULL);
 	e.stdin_data = box_json_get_str(s->req, "stdin", NULL);
-	e.timeout_ms = (int)box_json_get_int(s->req, "timeout_ms",
-					     lim(s, "timeout_ms", BOX_SANDBOX_DEFAULT_TIMEOUT_MS));
+	exec_limits(s, &e);
 	e.events = box_json_get_bool(s->req, "events", 0);
 	if (run_exec(s, &e, &r, err) < 0) {
 		/* the instance died between the check and the exec: replace it, once */
@@ -664,7 +733,7 @@ static cJSON *op_exec(struct box_sandbox_ctx *s, struct box_err *err)
 			goto out;
 	}
 	/* the one rendering of the result, and what the session adds to it */
-	conf = conf_of(s, e.timeout_ms);
+	conf = conf_of(s, &e);
 	box_sbexec_judge(&r, &conf, &why);
 	res = box_sbexec_to_json(&r);
 	if (!res) {

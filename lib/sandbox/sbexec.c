@@ -19,6 +19,7 @@ void box_sbexec_result_init(struct box_sbexec_result *r)
 	memset(r, 0, sizeof(*r));
 	box_buf_init(&r->out, 0);
 	box_buf_init(&r->err, 0);
+	box_err_init(&r->output_error);
 	r->total_lines = -1;
 	r->duration_ms = -1;
 }
@@ -102,6 +103,8 @@ void box_sbexec_judge(const struct box_sbexec_result *r, const struct box_sbexec
 		box_err_set(e, BOX_E_GUEST, "the command was killed by %s", r->signal);
 	else if (r->exited && r->exit_code != 0)
 		box_err_set(e, BOX_E_GUEST, "the command exited with status %d", r->exit_code);
+	else if (r->output_error.code != BOX_OK)
+		*e = r->output_error;
 	if (r->limit != BOX_SBEXEC_LIMIT_NONE && r->limit != BOX_SBEXEC_LIMIT_OTHER &&
 	    (size_t)r->limit < sizeof(info) / sizeof(info[0])) {
 		box_fmt(e->limit, sizeof(e->limit), "%s", info[r->limit].key);
@@ -147,8 +150,14 @@ cJSON *box_sbexec_to_json(const struct box_sbexec_result *r)
 		bad |= !cJSON_AddStringToObject(o, "limits_enforced_by", r->limits_enforced_by);
 	if (r->lossy)
 		bad |= !cJSON_AddBoolToObject(o, "lossy", 1);
-	it = r->outputs ? cJSON_Duplicate(r->outputs, 1) : cJSON_CreateArray();
+	/* a listing that failed lists nothing: never a part of /output as if it were all */
+	it = r->outputs && r->output_error.code == BOX_OK ? cJSON_Duplicate(r->outputs, 1) :
+	     cJSON_CreateArray();
 	bad |= !it || !cJSON_AddItemToObject(o, "outputs", it);
+	if (r->output_error.code != BOX_OK) {
+		it = box_err_to_json(&r->output_error);
+		bad |= !it || !cJSON_AddItemToObject(o, "output_error", it);
+	}
 	for (it = r->extra ? r->extra->child : NULL; it && !bad; it = it->next) {
 		cJSON *dup = cJSON_Duplicate(it, 1);
 
@@ -232,6 +241,11 @@ static int take_member(struct box_sbexec_result *r, const cJSON *m, struct box_e
 	}
 	if (strcmp(k, "outputs") == 0) {
 		if (!cJSON_IsArray(m) || !(r->outputs = cJSON_Duplicate(m, 1)))
+			return -1;
+		return 1;
+	}
+	if (strcmp(k, "output_error") == 0) {
+		if (box_err_from_json(&r->output_error, m) < 0 || r->output_error.code == BOX_OK)
 			return -1;
 		return 1;
 	}

@@ -57,6 +57,8 @@ struct box_sbexec_result {
 	char limit_name[BOX_SBEXEC_NAME_MAX];  /* of BOX_SBEXEC_LIMIT_OTHER */
 	char limits_enforced_by[16];    /* "cgroup", "rlimit"; "": not rendered */
 	cJSON *outputs;                 /* array of {"path","size","sha256"}; NULL: [] */
+	struct box_err output_error;    /* why /output could not be listed (code BOX_OK: it
+					 * could); then outputs are rendered as [] */
 	cJSON *extra;                   /* members a plug-in added that box does not know,
 					 * rendered after the others; NULL: none */
 };
@@ -103,19 +105,23 @@ struct box_sbexec_conf {
  * The error a result stands for, a pure function: timeout (limit "timeout_ms"),
  * limit_exceeded (limit "memory", "pids", "cpu" or "disk", with the configured value and its
  * unit; a plug-in's own limit without them), guest_error for a command killed by a signal
- * or exiting non-zero; e->code BOX_OK when the command succeeded. Fills an emptied *e.
+ * or exiting non-zero; for a command that succeeded, its output_error when /output could not
+ * be listed (the command's own failure always comes first); e->code BOX_OK otherwise.
+ * Fills an emptied *e.
  */
 void box_sbexec_judge(const struct box_sbexec_result *r, const struct box_sbexec_conf *c,
 		      struct box_err *e);
 
 /* The result as JSON: exit_code, signal, stdout, stderr, truncated, total_lines,
  * full_output_path and full_output_truncated (when set), duration_ms, resource_limit,
- * limits_enforced_by, lossy (when true), outputs, then the extra members. NULL on OOM. */
+ * limits_enforced_by, lossy (when true), outputs ([] when output_error is set), output_error
+ * (when set), then the extra members. NULL on OOM. */
 cJSON *box_sbexec_to_json(const struct box_sbexec_result *r);
 
 /*
  * Fills an emptied *r from a plug-in's exec answer: the members above of the right type
- * (an unknown resource_limit is kept as BOX_SBEXEC_LIMIT_OTHER), "ok", "session" and
+ * (an unknown resource_limit is kept as BOX_SBEXEC_LIMIT_OTHER; output_error an error object
+ * as box_err_from_json reads it, an unknown code made internal), "ok", "session" and
  * "error" dropped, any other member kept in extra. Returns 0, or -1 with provider_error naming the
  * member of a wrong type; *r is then to be released all the same.
  */

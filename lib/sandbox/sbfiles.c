@@ -54,10 +54,23 @@ struct out_ent {
 	char hex[BOX_SHA256_HEX_LEN + 1];
 };
 
+/* An inode already hashed: its other names reuse the digest. */
+struct ino_ent {
+	dev_t dev;
+	ino_t ino;
+	int used;
+	int64_t size;
+	char hex[BOX_SHA256_HEX_LEN + 1];
+};
+
 struct outs {
 	struct out_ent *v;
 	size_t n, cap;
 	size_t max, seen;
+	int64_t max_bytes, hashed;
+	size_t max_path_bytes, path_bytes;
+	struct ino_ent *inos;      /* open addressing, ino_cap a power of two */
+	size_t ino_n, ino_cap;
 	char path[BOX_ARCHIVE_MAX_PATH + 1];
 	char *buf;
 	struct box_err *err;
@@ -66,7 +79,13 @@ struct outs {
 static int outs_add(struct outs *o, int is_link, int64_t size, const char *hex)
 {
 	struct out_ent *e;
+	size_t plen = strlen(o->path);
 
+	if (plen > o->max_path_bytes - o->path_bytes)
+		return box_err_limit(o->err, BOX_E_LIMIT, "path_bytes", (int64_t)o->max_path_bytes,
+				     "bytes", "the paths under the output directory take more than "
+				     "%zu bytes", o->max_path_bytes);
+	o->path_bytes += plen;
 	if (o->n == o->cap) {
 		size_t cap = o->cap ? o->cap * 2 : 64;
 		struct out_ent *v = realloc(o->v, cap * sizeof(*v));
@@ -87,7 +106,68 @@ static int outs_add(struct outs *o, int is_link, int64_t size, const char *hex)
 	return 0;
 }
 
-/* Hashes at most the size fstat gave after the open, so a file that keeps growing ends. */
+static size_t ino_slot(const struct outs *o, dev_t dev, ino_t ino)
+{
+	uint64_t h = ((uint64_t)ino * UINT64_C(0x9e3779b97f4a7c15)) ^ (uint64_t)dev;
+
+	return (size_t)(h ^ (h >> 29)) & (o->ino_cap - 1);
+}
+
+/* The entry of (dev, ino): the hashed one, or the free slot where it would go. */
+static struct ino_ent *ino_find(const struct outs *o, dev_t dev, ino_t ino)
+{
+	size_t k;
+
+	if (!o->ino_cap)
+		return NULL;
+	for (k = ino_slot(o, dev, ino);; k = (k + 1) & (o->ino_cap - 1)) {
+		struct ino_ent *e = &o->inos[k];
+
+		if (!e->used || (e->dev == dev && e->ino == ino))
+			return e;
+	}
+}
+
+static int ino_add(struct outs *o, const struct stat *sb, int64_t size, const char *hex)
+{
+	struct ino_ent *e;
+
+	/* kept at most half full, so that a probe always ends on a free slot */
+	if ((o->ino_n + 1) * 2 > o->ino_cap) {
+		struct outs grown = *o;
+
+		grown.ino_cap = o->ino_cap ? o->ino_cap * 2 : 256;
+		grown.inos = calloc(grown.ino_cap, sizeof(*grown.inos));
+		if (!grown.inos)
+			return box_err_set(o->err, BOX_E_INTERNAL, "out of memory");
+		for (size_t k = 0; k < o->ino_cap; k++)
+			if (o->inos[k].used)
+				*ino_find(&grown, o->inos[k].dev, o->inos[k].ino) = o->inos[k];
+		free(o->inos);
+		o->inos = grown.inos;
+		o->ino_cap = grown.ino_cap;
+	}
+	e = ino_find(o, sb->st_dev, sb->st_ino);
+	e->used = 1;
+	e->dev = sb->st_dev;
+	e->ino = sb->st_ino;
+	e->size = size;
+	snprintf(e->hex, sizeof(e->hex), "%s", hex);
+	o->ino_n++;
+	return 0;
+}
+
+/* The listing of a name whose inode was hashed already, or 0 when it was not. */
+static int ino_listed(struct outs *o, const struct stat *sb, int *done)
+{
+	const struct ino_ent *e = ino_find(o, sb->st_dev, sb->st_ino);
+
+	*done = e && e->used;
+	return *done ? outs_add(o, 0, e->size, e->hex) : 0;
+}
+
+/* Hashes at most the size fstat gave after the open, so a file that keeps growing ends; the
+ * bytes a file would add to those hashed are checked before any is read. */
 static int hash_file(struct outs *o, int dirfd, const char *name)
 {
 	struct box_sha256 h = { NULL };
@@ -95,7 +175,7 @@ static int hash_file(struct outs *o, int dirfd, const char *name)
 	char hex[BOX_SHA256_HEX_LEN + 1];
 	struct stat sb;
 	int64_t left, done = 0;
-	int fd, ret = -1;
+	int fd, ret = -1, listed;
 
 	fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
 	if (fd < 0) {
@@ -112,6 +192,19 @@ static int hash_file(struct outs *o, int dirfd, const char *name)
 		ret = 0;
 		goto out;
 	}
+	/* swapped for another name of an inode already hashed */
+	if (ino_listed(o, &sb, &listed) < 0 || listed) {
+		ret = listed ? 0 : -1;
+		goto out;
+	}
+	if (sb.st_size > o->max_bytes - o->hashed) {
+		box_err_limit(o->err, BOX_E_LIMIT, "bytes", o->max_bytes, "bytes",
+			      "the files under the output directory hold more than %lld bytes "
+			      "(%s has %lld)", (long long)o->max_bytes, o->path,
+			      (long long)sb.st_size);
+		goto out;
+	}
+	o->hashed += sb.st_size;
 	if (box_sha256_init(&h, o->err) < 0)
 		goto out;
 	for (left = sb.st_size; left > 0;) {
@@ -133,14 +226,44 @@ static int hash_file(struct outs *o, int dirfd, const char *name)
 	if (box_sha256_final(&h, d, o->err) < 0)
 		goto out;
 	box_sha256_hex(d, hex);
-	ret = outs_add(o, 0, done, hex);
+	ret = outs_add(o, 0, done, hex) < 0 || ino_add(o, &sb, done, hex) < 0 ? -1 : 0;
 out:
 	box_sha256_release(&h);
 	close(fd);
 	return ret;
 }
 
-/* o->path holds the relative path of the directory fd ("" for the root), len its length. */
+/* One entry of a directory, its relative path already in o->path (plen bytes). */
+static int outs_walk(struct outs *o, int fd, size_t len, unsigned depth);
+
+static int outs_entry(struct outs *o, int fd, const char *name, size_t plen, unsigned depth)
+{
+	struct stat sb;
+	int sub, ret, listed;
+
+	if (fstatat(fd, name, &sb, AT_SYMLINK_NOFOLLOW) < 0)
+		return errno == ENOENT ? 0 : box_err_sys(o->err, "cannot stat %s", o->path);
+	if (S_ISLNK(sb.st_mode))
+		return outs_add(o, 1, 0, NULL);
+	if (S_ISREG(sb.st_mode)) {
+		if (ino_listed(o, &sb, &listed) < 0)
+			return -1;
+		return listed ? 0 : hash_file(o, fd, name);
+	}
+	if (!S_ISDIR(sb.st_mode))
+		return 0;   /* FIFOs, sockets, devices: never opened */
+	sub = openat(fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (sub < 0 && (errno == ENOENT || errno == ENOTDIR || errno == ELOOP))
+		return 0;
+	if (sub < 0)
+		return box_err_sys(o->err, "cannot open %s", o->path);
+	ret = outs_walk(o, sub, plen, depth + 1);
+	close(sub);
+	return ret;
+}
+
+/* o->path holds the relative path of the directory fd ("" for the root), len its length.
+ * Recursive, at most BOX_ARCHIVE_MAX_DEPTH levels deep (two descriptors a level). */
 static int outs_walk(struct outs *o, int fd, size_t len, unsigned depth)
 {
 	struct dirent *de;
@@ -156,15 +279,14 @@ static int outs_walk(struct outs *o, int fd, size_t len, unsigned depth)
 		return box_err_sys(o->err, "cannot read %s", len ? o->path : "the output directory");
 	}
 	for (;;) {
-		struct stat sb;
 		size_t nlen, plen;
-		int sub;
 
 		errno = 0;
 		de = readdir(d);
 		if (!de) {
 			if (errno)
-				ret = box_err_sys(o->err, "cannot read a directory");
+				ret = box_err_sys(o->err, "cannot read %s",
+						  len ? o->path : "the output directory");
 			break;
 		}
 		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
@@ -193,31 +315,10 @@ static int outs_walk(struct outs *o, int fd, size_t len, unsigned depth)
 		if (len)
 			o->path[len] = '/';
 		memcpy(o->path + plen - nlen, de->d_name, nlen + 1);
-		if (fstatat(fd, de->d_name, &sb, AT_SYMLINK_NOFOLLOW) < 0) {
-			if (errno == ENOENT)
-				goto next;
-			ret = box_err_sys(o->err, "cannot stat %s", o->path);
-			break;
-		}
-		if (S_ISLNK(sb.st_mode)) {
-			ret = outs_add(o, 1, 0, NULL);
-		} else if (S_ISREG(sb.st_mode)) {
-			ret = hash_file(o, fd, de->d_name);
-		} else if (S_ISDIR(sb.st_mode)) {
-			sub = openat(fd, de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-			if (sub < 0 && (errno == ENOENT || errno == ENOTDIR || errno == ELOOP))
-				goto next;
-			if (sub < 0) {
-				ret = box_err_sys(o->err, "cannot open %s", o->path);
-				break;
-			}
-			ret = outs_walk(o, sub, plen, depth + 1);
-			close(sub);
-		}
+		ret = outs_entry(o, fd, de->d_name, plen, depth);
+		o->path[len] = 0;
 		if (ret < 0)
 			break;
-next:
-		o->path[len] = 0;
 	}
 	closedir(d);
 	return ret;
@@ -271,13 +372,17 @@ fail:
 	return NULL;
 }
 
-cJSON *box_sbfiles_outputs(int dirfd, size_t max_files, struct box_err *err)
+cJSON *box_sbfiles_outputs(int dirfd, const struct box_sbfiles_out_limits *lim,
+			   struct box_err *err)
 {
 	struct outs o;
 	cJSON *res = NULL;
 
 	memset(&o, 0, sizeof(o));
-	o.max = max_files ? max_files : BOX_SBFILES_MAX_FILES;
+	o.max = lim && lim->max_files ? lim->max_files : BOX_SBFILES_MAX_FILES;
+	o.max_bytes = lim && lim->max_bytes > 0 ? lim->max_bytes : BOX_SBFILES_MAX_HASH_BYTES;
+	o.max_path_bytes = lim && lim->max_path_bytes ? lim->max_path_bytes :
+			   BOX_SBFILES_MAX_PATH_BYTES;
 	o.err = err;
 	o.buf = malloc(HASH_BUF);
 	if (!o.buf) {
@@ -292,6 +397,7 @@ cJSON *box_sbfiles_outputs(int dirfd, size_t max_files, struct box_err *err)
 	for (size_t i = 0; i < o.n; i++)
 		free(o.v[i].path);
 	free(o.v);
+	free(o.inos);
 	free(o.buf);
 	return res;
 }

@@ -12,24 +12,40 @@
 #include "err.h"
 
 #define BOX_SBFILES_MAX_FILES 10000      /* default cap of box_sbfiles_outputs */
+#define BOX_SBFILES_MAX_HASH_BYTES (INT64_C(1) << 30)  /* default: distinct bytes hashed */
+#define BOX_SBFILES_MAX_PATH_BYTES ((size_t)4 << 20)   /* default: bytes of all paths listed */
 #define BOX_SBFILES_DIGEST_LEN 71        /* "sha256:" + 64 hex digits, without the NUL */
+
+/* The bounds of a listing of /output; a 0 member means its default. */
+struct box_sbfiles_out_limits {
+	size_t max_files;        /* entries met, of any type (BOX_SBFILES_MAX_FILES) */
+	int64_t max_bytes;       /* bytes of distinct files hashed (BOX_SBFILES_MAX_HASH_BYTES) */
+	size_t max_path_bytes;   /* bytes of the paths listed (BOX_SBFILES_MAX_PATH_BYTES) */
+};
 
 /*
  * The files under dirfd (the host side of /output) as a JSON array sorted by path (byte
  * order of the raw names): {"path": "rel/path", "size": N, "sha256": "<hex>"} for a regular
  * file, {"path": ..., "type": "symlink"} for a symlink (never followed, never read); other
- * types are left out, directories are walked. A name that is not UTF-8 is given with U+FFFD
- * in place of the bad bytes and "lossy": true on its entry.
+ * types (FIFOs, sockets, devices) are left out and never opened, directories are walked.
+ * A name that is not UTF-8 is given with U+FFFD in place of the bad bytes and "lossy": true
+ * on its entry.
  * A file is opened O_NOFOLLOW|O_NONBLOCK and fstat'ed after the open: swapped for a FIFO,
  * device or link meanwhile, it is left out, never read. At most the size fstat gave is read
  * (a file still growing is hashed up to it); "size" is the number of bytes hashed.
- * max_files (0: BOX_SBFILES_MAX_FILES) bounds the entries met below dirfd, of any type,
- * directories included; depth and path length are bounded by BOX_ARCHIVE_MAX_DEPTH and
- * BOX_ARCHIVE_MAX_PATH.
+ * Each inode is hashed once: its other names (hard links) get the same size and digest.
+ * Bounds (lim may be NULL: the defaults): the entries met below dirfd, of any type,
+ * directories included; the bytes hashed, summed over distinct inodes and checked against
+ * the size fstat gives before a byte of the file is read; the bytes of the paths listed
+ * (which bounds the JSON to about 6 times that); depth and path length by
+ * BOX_ARCHIVE_MAX_DEPTH and BOX_ARCHIVE_MAX_PATH.
  * Returns a new array (the caller frees it), or NULL with err set: limit_exceeded ("files",
- * "depth" or "path_length"), io_error, internal.
+ * "bytes", "path_bytes", "depth" or "path_length"), io_error (a directory or file that cannot
+ * be opened or read, such as a chmod 000 one the caller does not own; the message names it
+ * relative to dirfd), internal.
  */
-cJSON *box_sbfiles_outputs(int dirfd, size_t max_files, struct box_err *err);
+cJSON *box_sbfiles_outputs(int dirfd, const struct box_sbfiles_out_limits *lim,
+			   struct box_err *err);
 
 struct box_sbfiles_stats {
 	int64_t entries;        /* files + directories in the archive */

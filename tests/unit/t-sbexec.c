@@ -159,6 +159,7 @@ static void test_from_json(void)
 		"{\"stdout\": null}", "{\"truncated\": 1}", "{\"total_lines\": -1}",
 		"{\"resource_limit\": 3}", "{\"resource_limit\": \"\"}", "{\"outputs\": {}}",
 		"{\"limits_enforced_by\": \"a-name-far-too-long-to-keep\"}", "[]",
+		"{\"output_error\": \"io_error\"}", "{\"output_error\": {\"message\": \"x\"}}",
 	};
 	const char *good = "{\"ok\": true, \"session\": \"x\", \"exit_code\": 0, \"signal\": null,"
 			   "\"stdout\": \"hi\\n\", \"stderr\": \"\", \"truncated\": false,"
@@ -197,11 +198,82 @@ static void test_from_json(void)
 	}
 }
 
+/* A /output that could not be listed: reported beside the command's result, never in place
+ * of it, and the error of the exec only when the command itself succeeded. */
+static void test_output_error(void)
+{
+	struct box_sbexec_conf c = { 500, 1 << 20, 16, 2000, 4 << 20 };
+	struct box_sbexec_result r;
+	struct box_err e;
+	cJSON *o, *in;
+	char *text;
+	const char *plugin = "{\"exit_code\": 0, \"outputs\": [{\"path\": \"a\"}], "
+			     "\"output_error\": {\"code\": \"io_error\", \"message\": \"gone\"}}";
+
+	box_sbexec_result_init(&r);
+	r.exited = 1;
+	box_err_limit(&r.output_error, BOX_E_LIMIT, "depth", 64, "components", "too deep");
+	box_sbexec_judge(&r, &c, &e);
+	ok(e.code == BOX_E_LIMIT && strcmp(e.limit, "depth") == 0 && e.configured == 64 &&
+	   strcmp(e.message, "too deep") == 0, "a command that succeeded: the output error is the "
+	   "exec's (limit_exceeded, exit 3)");
+	is_int(box_err_exit_status(e.code), 3, "... exit 3 for a bound");
+	r.exit_code = 4;
+	box_sbexec_judge(&r, &c, &e);
+	ok(e.code == BOX_E_GUEST && strstr(e.message, "status 4"),
+	   "a command that failed: its own failure comes first");
+	r.exit_code = 0;
+	r.limit = BOX_SBEXEC_LIMIT_TIMEOUT;
+	box_fmt(r.signal, sizeof(r.signal), "SIGKILL");
+	r.exited = 0;
+	box_sbexec_judge(&r, &c, &e);
+	ok(e.code == BOX_E_TIMEOUT && strcmp(e.limit, "timeout_ms") == 0,
+	   "a command that ran out of time: timeout comes first");
+	r.limit = BOX_SBEXEC_LIMIT_NONE;
+	r.signal[0] = 0;
+	r.exited = 1;
+	box_err_init(&r.output_error);
+	box_err_set(&r.output_error, BOX_E_IO, "cannot open d: Permission denied");
+	box_sbexec_judge(&r, &c, &e);
+	ok(e.code == BOX_E_IO && box_err_exit_status(e.code) == 8,
+	   "an output io_error of a command that succeeded: exit 8");
+
+	ok(box_sbexec_set_output(&r, 1, "EVIDENCE\n", 9, &e) == 0, "stdout kept");
+	r.outputs = cJSON_CreateArray();
+	cJSON_AddItemToArray(r.outputs, cJSON_CreateString("part"));
+	o = box_sbexec_to_json(&r);
+	text = cJSON_PrintUnformatted(o);
+	is_str(text, "{\"exit_code\":0,\"signal\":null,\"stdout\":\"EVIDENCE\\n\",\"stderr\":\"\","
+	       "\"truncated\":false,\"resource_limit\":null,\"outputs\":[],\"output_error\":"
+	       "{\"code\":\"io_error\",\"message\":\"cannot open d: Permission denied\","
+	       "\"retryable\":false}}",
+	       "rendered: the result, outputs [] (never a part of the listing), output_error beside");
+	cJSON_free(text);
+	cJSON_Delete(o);
+	box_sbexec_result_release(&r);
+	ok(r.output_error.code == BOX_OK && !r.outputs, "release empties output_error");
+
+	box_sbexec_result_init(&r);
+	in = box_json_parse(plugin, strlen(plugin), &e);
+	ok(box_sbexec_from_json(&r, in, &e) == 0 && r.output_error.code == BOX_E_IO &&
+	   strcmp(r.output_error.message, "gone") == 0, "a plug-in's output_error is read");
+	box_sbexec_judge(&r, &c, &e);
+	is_int(e.code, BOX_E_IO, "... and judged");
+	o = box_sbexec_to_json(&r);
+	ok(cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(o, "outputs")) == 0 &&
+	   cJSON_IsObject(cJSON_GetObjectItemCaseSensitive(o, "output_error")),
+	   "... its outputs rendered as []");
+	cJSON_Delete(o);
+	cJSON_Delete(in);
+	box_sbexec_result_release(&r);
+}
+
 int main(void)
 {
 	test_classify();
 	test_judge();
 	test_render();
 	test_from_json();
+	test_output_error();
 	return done_testing();
 }

@@ -137,7 +137,7 @@ static void test_outputs(void)
 	signal(SIGALRM, on_alarm);
 	alarm(20);
 	box_err_init(&err);
-	arr = box_sbfiles_outputs(o, 0, &err);
+	arr = box_sbfiles_outputs(o, NULL, &err);
 	alarm(0);
 	if (!ok(arr != NULL, "outputs lists the directory (a FIFO does not block it)")) {
 		printf("# %s\n", err.message);
@@ -168,10 +168,10 @@ static void test_outputs(void)
 	cJSON_Delete(arr);
 
 	/* entries: b.txt a a/z.txt link fifo empty \xff.bin = 7 */
-	arr = box_sbfiles_outputs(o, 7, &err);
+	arr = box_sbfiles_outputs(o, &(struct box_sbfiles_out_limits){ .max_files = 7 }, &err);
 	ok(arr != NULL, "max_files equal to the entries passes");
 	cJSON_Delete(arr);
-	arr = box_sbfiles_outputs(o, 6, &err);
+	arr = box_sbfiles_outputs(o, &(struct box_sbfiles_out_limits){ .max_files = 6 }, &err);
 	ok(!arr && err.code == BOX_E_LIMIT, "one entry too many is limit_exceeded");
 	is_str(err.limit, "files", "... naming files");
 	is_int(err.configured, 6, "... with the configured cap");
@@ -179,9 +179,94 @@ static void test_outputs(void)
 
 	mkdirat(topfd, "none", 0755);
 	o = opendir_at(topfd, "none");
-	arr = box_sbfiles_outputs(o, 0, &err);
+	arr = box_sbfiles_outputs(o, NULL, &err);
 	ok(cJSON_IsArray(arr) && cJSON_GetArraySize(arr) == 0, "an empty directory gives []");
 	cJSON_Delete(arr);
+	close(o);
+}
+
+/* The bounds of a listing: each inode hashed once, distinct bytes, path bytes, depth. */
+static void test_outputs_bounds(void)
+{
+	struct box_sbfiles_out_limits lim = { 0 };
+	char name[16], hex[BOX_SHA256_HEX_LEN + 1];
+	struct box_err err;
+	const cJSON *e;
+	cJSON *arr;
+	int o, fd, k, d;
+	char data[100];
+
+	memset(data, 'x', sizeof(data));
+	mkdirat(topfd, "bounds", 0755);
+	o = opendir_at(topfd, "bounds");
+	put(o, "big", data, sizeof(data), 0644);
+	for (k = 0; k < 5; k++) {
+		snprintf(name, sizeof(name), "l%d", k);
+		linkat(o, "big", o, name, 0);
+	}
+	box_sha256_buf(data, sizeof(data), hex, &err);
+	box_err_init(&err);
+	lim.max_bytes = 150;
+	arr = box_sbfiles_outputs(o, &lim, &err);
+	ok(arr != NULL, "a file of 100 bytes with 5 more links fits 150 bytes: hashed once");
+	is_int(cJSON_GetArraySize(arr), 6, "... each name listed");
+	for (k = 0; k < 6; k++) {
+		e = cJSON_GetArrayItem(arr, k);
+		if (member_int(e, "size") != 100 || !member_str(e, "sha256") ||
+		    strcmp(member_str(e, "sha256"), hex) != 0)
+			break;
+	}
+	is_int(k, 6, "... each with the size and digest of the one inode");
+	cJSON_Delete(arr);
+	put(o, "other", data, sizeof(data), 0644);
+	arr = box_sbfiles_outputs(o, &lim, &err);
+	ok(!arr && err.code == BOX_E_LIMIT && strcmp(err.limit, "bytes") == 0 &&
+	   err.configured == 150 && strcmp(err.unit, "bytes") == 0,
+	   "a second distinct file of 100 bytes passes 150: limit_exceeded bytes");
+	unlinkat(o, "other", 0);
+
+	/* 60 GiB, sparse: refused from its size, before a byte is read */
+	fd = openat(o, "huge", O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+	ok(fd >= 0 && ftruncate(fd, (off_t)60 << 30) == 0, "a 60 GiB sparse file");
+	close(fd);
+	box_err_init(&err);
+	alarm(20);
+	arr = box_sbfiles_outputs(o, NULL, &err);
+	alarm(0);
+	ok(!arr && err.code == BOX_E_LIMIT && strcmp(err.limit, "bytes") == 0 &&
+	   err.configured == BOX_SBFILES_MAX_HASH_BYTES, "... is over the default 1 GiB");
+	unlinkat(o, "huge", 0);
+
+	lim.max_bytes = 0;
+	lim.max_path_bytes = 10;   /* "big" + "l0".."l4": 3 + 5 * 2 = 13 bytes */
+	arr = box_sbfiles_outputs(o, &lim, &err);
+	ok(!arr && err.code == BOX_E_LIMIT && strcmp(err.limit, "path_bytes") == 0 &&
+	   err.configured == 10, "13 bytes of paths over 10: limit_exceeded path_bytes");
+	lim.max_path_bytes = 13;
+	arr = box_sbfiles_outputs(o, &lim, &err);
+	ok(arr != NULL, "13 bytes of paths fit 13");
+	cJSON_Delete(arr);
+	close(o);
+
+	/* 64 levels are listed, 65 are limit_exceeded depth */
+	mkdirat(topfd, "deep", 0755);
+	o = opendir_at(topfd, "deep");
+	d = dup(o);
+	for (k = 0; k < 65; k++) {
+		int sub;
+
+		mkdirat(d, "d", 0755);
+		sub = opendir_at(d, "d");
+		close(d);
+		d = sub;
+		if (k == 62)
+			puts_at(d, "f", "x");
+	}
+	close(d);
+	box_err_init(&err);
+	arr = box_sbfiles_outputs(o, NULL, &err);
+	ok(!arr && err.code == BOX_E_LIMIT && strcmp(err.limit, "depth") == 0 &&
+	   err.configured == BOX_ARCHIVE_MAX_DEPTH, "65 levels: limit_exceeded depth");
 	close(o);
 }
 
@@ -466,6 +551,7 @@ int main(void)
 	}
 	topfd = open(top, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	test_outputs();
+	test_outputs_bounds();
 	test_snapshot_restore();
 	close(topfd);
 	ok(exists(AT_FDCWD, top), "the scratch directory is still there");

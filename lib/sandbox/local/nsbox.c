@@ -426,6 +426,8 @@ int box_nsbox_stop(const struct box_nsbox_inst *i, const char *id, struct box_er
 #define HELPER_OUT_MAX ((size_t)16 << 20)
 #define HELPER_TIMEOUT_MS 600000
 #define HELPER_ENV_MAX 4096
+/* the listing of /output: a JSON of at most about 6 times BOX_SBFILES_MAX_PATH_BYTES */
+#define OUTPUTS_OUT_MAX ((size_t)32 << 20)
 #define GUEST_PATH "/usr/local/bin:/usr/local/sbin:/usr/bin:/usr/sbin:/bin:/sbin"
 #define GUEST_ENV_MAX 160
 
@@ -441,8 +443,9 @@ static int64_t lim(const struct box_sbprov_session *s, const char *key, int64_t 
 
 /* box-sbfiles: the helper that links libcrypto and libarchive (box-sandbox itself does not),
  * run like every helper by box_proc_run: its own process group, killed whole at the end or
- * when it passes HELPER_TIMEOUT_MS. */
-static cJSON *run_sbfiles(const char *libexec, const char *const *args, struct box_err *err)
+ * when it passes timeout_ms (timeout, limit "what"). */
+static cJSON *run_sbfiles_within(const char *const *args, int timeout_ms, const char *what,
+				 size_t out_max, struct box_err *err)
 {
 	extern char **environ;
 	char path[PATH_MAX];
@@ -452,7 +455,6 @@ static cJSON *run_sbfiles(const char *libexec, const char *const *args, struct b
 	cJSON *res = NULL;
 	int i;
 
-	(void)libexec;
 	if (box_libexec_find("box-sbfiles", path, sizeof(path), err) < 0)
 		return NULL;
 	argv[0] = path;
@@ -468,13 +470,13 @@ static cJSON *run_sbfiles(const char *libexec, const char *const *args, struct b
 	box_credenv_filter(environ, envp, HELPER_ENV_MAX);
 	o.argv = argv;
 	o.envp = (char *const *)envp;
-	o.timeout_ms = HELPER_TIMEOUT_MS;
-	o.max_stdout = HELPER_OUT_MAX;
+	o.timeout_ms = timeout_ms;
+	o.max_stdout = out_max;
 	if (box_proc_run(&o, &r, err) < 0)
 		goto out;
 	if (r.timed_out) {
-		box_err_limit(err, BOX_E_TIMEOUT, "timeout_ms", HELPER_TIMEOUT_MS, "ms",
-			      "box-sbfiles did not finish within %d ms", HELPER_TIMEOUT_MS);
+		box_err_limit(err, BOX_E_TIMEOUT, what, timeout_ms, "ms",
+			      "box-sbfiles %s did not finish within %d ms", args[0], timeout_ms);
 		goto out;
 	}
 	res = r.stdout_overflow ? NULL : box_json_parse(r.out.data ? r.out.data : "", r.out.len, err);
@@ -484,7 +486,8 @@ static cJSON *run_sbfiles(const char *libexec, const char *const *args, struct b
 		goto out;
 	}
 	if (cJSON_IsFalse(cJSON_GetObjectItemCaseSensitive(res, "ok"))) {
-		box_err_from_json(err, cJSON_GetObjectItemCaseSensitive(res, "error"));
+		if (box_err_from_json(err, cJSON_GetObjectItemCaseSensitive(res, "error")) < 0)
+			box_err_set(err, BOX_E_INTERNAL, "box-sbfiles failed without an error");
 		cJSON_Delete(res);
 		res = NULL;
 	}
@@ -492,6 +495,12 @@ out:
 	box_proc_result_release(&r);
 	free(envp);
 	return res;
+}
+
+static cJSON *run_sbfiles(const char *libexec, const char *const *args, struct box_err *err)
+{
+	(void)libexec;
+	return run_sbfiles_within(args, HELPER_TIMEOUT_MS, "timeout_ms", HELPER_OUT_MAX, err);
 }
 
 static void inst_of(const struct box_sbprov_session *s, struct box_nsbox_inst *i)
@@ -795,9 +804,10 @@ static int empty_output(const struct box_sbprov_session *s, struct box_err *err)
 	return r;
 }
 
-/* Files the command left in /output: [{"path","size","sha256"}], listed by box-sbfiles. */
-static int collect_outputs(const struct box_sbprov_session *s, struct box_sbexec_result *r,
-			   struct box_err *err)
+/* Files the command left in /output: [{"path","size","sha256"}], listed by box-sbfiles
+ * within BOX_NSBOX_OUTPUTS_TIMEOUT_MS. A listing that fails is r->output_error, beside the
+ * command's result, never in its place: a guest must not hide how its command ended. */
+static void collect_outputs(const struct box_sbprov_session *s, struct box_sbexec_result *r)
 {
 	char p[PATH_MAX];
 	const char *args[3] = { "outputs", p, NULL };
@@ -821,15 +831,17 @@ static int collect_outputs(const struct box_sbprov_session *s, struct box_sbexec
 			close(d);
 	}
 	if (empty)
-		return 0;
-	o = run_sbfiles(s->libexec, args, err);
+		return;
+	o = run_sbfiles_within(args, BOX_NSBOX_OUTPUTS_TIMEOUT_MS, "outputs_ms", OUTPUTS_OUT_MAX,
+			       &r->output_error);
 	if (!o)
-		return -1;
+		return;
 	files = cJSON_DetachItemFromObjectCaseSensitive(o, "outputs");
 	cJSON_Delete(o);
 	cJSON_Delete(r->outputs);
 	r->outputs = files;
-	return 0;
+	if (!cJSON_IsArray(files))
+		box_err_set(&r->output_error, BOX_E_INTERNAL, "box-sbfiles listed no outputs");
 }
 
 static cJSON *limit_scopes(int cgroup);
@@ -867,7 +879,8 @@ static int local_exec(struct box_sbprov_session *s, const struct box_sbexec *e,
 	if ((r->extra || (r->extra = cJSON_CreateObject())))
 		cJSON_AddItemToObject(r->extra, "limit_scopes",
 				      limit_scopes(strcmp(r->limits_enforced_by, "cgroup") == 0));
-	return collect_outputs(s, r, err);
+	collect_outputs(s, r);
+	return 0;
 }
 
 /* The host directory and the path inside it of a guest path of the file API. */

@@ -17,6 +17,7 @@
 #define BOX_NSBOX_MOUNTS_MAX 32
 #define BOX_NSBOX_FULL_OUTPUT_MAX ((int64_t)256 << 20)  /* cap on the full-output log */
 #define BOX_NSBOX_LOGS_KEPT 16                          /* full-output logs kept per session */
+#define BOX_NSBOX_OUTPUTS_TIMEOUT_MS 10000              /* the listing of /output after an exec */
 
 struct box_nsbox_mount {
 	const char *host;    /* absolute host path (file or directory) */

@@ -259,6 +259,7 @@ struct capture {
 	int64_t lines;
 	int partial[2];
 	size_t max;
+	int64_t log_max;            /* the full-output log's cap: min(256 MiB, disk_bytes / 16) */
 	char logpath[4096];
 	const struct box_nsbox_config *c;
 };
@@ -275,9 +276,11 @@ static int open_log(struct capture *cap)
 	cap->logfd = open(cap->logpath, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
 	if (cap->logfd < 0)
 		return -1;
-	if (box_write_all(cap->logfd, cap->mem.data, cap->mem.len) < 0)
+	cap->logged = (int64_t)cap->mem.len < cap->log_max ? (int64_t)cap->mem.len : cap->log_max;
+	if (cap->logged < (int64_t)cap->mem.len)
+		cap->log_cut = 1;
+	if (box_write_all(cap->logfd, cap->mem.data, (size_t)cap->logged) < 0)
 		return -1;
-	cap->logged = (int64_t)cap->mem.len;
 	box_buf_release(&cap->mem);
 	return 0;
 }
@@ -306,8 +309,8 @@ static void capture_add(struct capture *cap, int stream, const char *p, size_t n
 	}
 	if (cap->logfd < 0 || cap->log_cut)
 		return;
-	if (cap->logged + (int64_t)n > BOX_NSBOX_FULL_OUTPUT_MAX) {
-		n = (size_t)(BOX_NSBOX_FULL_OUTPUT_MAX - cap->logged);
+	if (cap->logged + (int64_t)n > cap->log_max) {
+		n = (size_t)(cap->log_max - cap->logged);
 		cap->log_cut = 1;
 	}
 	if (box_write_all(cap->logfd, p, n) < 0)
@@ -339,6 +342,12 @@ static int64_t disk_used(const struct box_nsbox_config *c)
 	return used;
 }
 
+static int is_exec_log(const struct dirent *de)
+{
+	return strncmp(de->d_name, "exec-", 5) == 0;
+}
+
+/* Keeps the BOX_NSBOX_LOGS_KEPT newest full-output logs: their names sort by time. */
 static void prune_logs(const char *dir)
 {
 	char p[4096];
@@ -346,12 +355,11 @@ static void prune_logs(const char *dir)
 	int n, k;
 
 	box_fmt(p, sizeof(p), "%s/logs", dir);
-	n = scandir(p, &names, NULL, alphasort);
+	n = scandir(p, &names, is_exec_log, alphasort);
 	if (n < 0)
 		return;
 	for (k = 0; k < n; k++) {
-		if (strncmp(names[k]->d_name, "exec-", 5) == 0 &&
-		    k < n - BOX_NSBOX_LOGS_KEPT - 2) {
+		if (k < n - BOX_NSBOX_LOGS_KEPT) {
 			char f[4096 + 300];
 
 			box_fmt(f, sizeof(f), "%s/%s", p, names[k]->d_name);
@@ -413,7 +421,10 @@ static void run_init(struct run *r, const struct box_nsbox_inst *i,
 	r->last_disk = r->start;
 	r->cap.logfd = -1;
 	r->cap.c = c;
-	r->cap.max = x->max_output_bytes > 0 ? (size_t)x->max_output_bytes : 1 << 20;
+	r->cap.max = x->max_output_bytes >= 0 ? (size_t)x->max_output_bytes : 1 << 20;
+	r->cap.log_max = BOX_NSBOX_FULL_OUTPUT_MAX;
+	if (c->disk_bytes > 0 && c->disk_bytes / BOX_NSBOX_LOGS_KEPT < r->cap.log_max)
+		r->cap.log_max = c->disk_bytes / BOX_NSBOX_LOGS_KEPT;
 	box_buf_init(&r->cap.head[0], r->cap.max);
 	box_buf_init(&r->cap.head[1], r->cap.max);
 	box_buf_init(&r->cap.mem, r->cap.max * 2);
