@@ -364,6 +364,7 @@ int main(void)
 		ok(WIFEXITED(st) && WEXITSTATUS(st) == 0,
 		   "as nobody with 48 fds: 1000 levels measured, chmod 000 fails closed, removed "
 		   "(status %d)", WIFEXITED(st) ? WEXITSTATUS(st) : -1);
+		fflush(stdout);
 		pid = fork();
 		if (pid == 0) {
 			if (setrlimit(RLIMIT_NOFILE, &rl) < 0 || !freopen("/dev/null", "w", stdout))
