@@ -234,7 +234,7 @@ static int count(struct box_fswalk_usage *u, const struct stat *sb)
 	int64_t n = (int64_t)sb->st_blocks * 512;
 	int fresh = 1;
 
-	if (sb->st_nlink > 1 && !S_ISDIR(sb->st_mode)) {
+	if (sb->st_nlink != 1 && !S_ISDIR(sb->st_mode)) {
 		if (!u->seen && !(u->seen = calloc(1, sizeof(*u->seen))))
 			fresh = -1;
 		else
