@@ -48,8 +48,8 @@ const struct box_field box_sandbox_fields[] = {
 	{ "timeout_ms", BOX_F_INT, 1, 86400000, 0, "wall time of one exec (default 60000)", "MS", 0 },
 	{ "max_output_bytes", BOX_F_INT, 0, (int64_t)64 << 20, 0, "bytes of stdout and of stderr "
 	  "kept in the result (default 1 MiB)", "BYTES", 0 },
-	{ "disk_bytes", BOX_F_INT, 1 << 20, INT64_MAX, 0, "bytes of /workspace + /output, and the "
-	  "size of /tmp (default 1 GiB)", "BYTES", 0 },
+	{ "disk_bytes", BOX_F_INT, 1 << 20, INT64_MAX, 0, "bytes of /workspace + /output + /input, "
+	  "host writes included, and the size of /tmp (default 1 GiB)", "BYTES", 0 },
 	{ "env", BOX_F_STRINGS, 0, BOX_SANDBOX_ENV_MAX, 'e', "pass NAME=VALUE, or the host's NAME, "
 	  "to the guest (repeatable)", "NAME[=VALUE]", 0 },
 	{ "argv", BOX_F_STRINGS, 0, 4096, 0, "exec: the command and its arguments (after --)",
