@@ -352,7 +352,7 @@ static void refused(const char *label, const char *name, const struct box_archiv
 	ok(destfd >= 0 && tree_is_safe(destfd, 0), "%s: dest holds only 0644/0755 files and dirs",
 	   label);
 	drop_dest(destfd);
-	ok(!exists(topfd, "dest"), "%s: dest removed by box_archive_remove_tree", label);
+	ok(!exists(topfd, "dest"), "%s: dest removed by box_fswalk_remove", label);
 	ok(top_is_clean(), "%s: nothing outside dest changed", label);
 }
 
