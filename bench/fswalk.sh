@@ -13,7 +13,7 @@ files=${BENCH_FILES:-10000}
 case "$runs$files" in *[!0-9]*) echo "BENCH_RUNS and BENCH_FILES must be numbers" >&2; exit 2;; esac
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/box-bench-fswalk.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
-cc -O2 -I"$src/lib" -o "$tmp/fswalk-usage" "$here/fswalk-usage.c" "$build/lib/libbox.a" \
+cc -O2 -I"$src/lib/core" -o "$tmp/fswalk-usage" "$here/fswalk-usage.c" "$build/lib/libbox.a" \
 	$(pkg-config --cflags --libs libcjson)
 mkdir "$tmp/ws"
 (cd "$tmp/ws" && for d in $(seq 100); do

@@ -2,7 +2,6 @@
  * itself never loads libcurl. One JSON request per line on stdin, one JSON result per line
  * on stdout. */
 #include <errno.h>
-#include <getopt.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,6 +10,7 @@
 
 #include "buf.h"
 #include "err.h"
+#include "flags.h"
 #include "http.h"
 #include "json.h"
 #include "policy.h"
@@ -123,54 +123,53 @@ static int fail_usage(struct box_err *err)
 	return box_err_exit_status(err->code);
 }
 
+/* The flags, with the rules and words of lib/core/flags (the same as every box binary's). */
 static int parse_args(int argc, char **argv, struct box_policy *pol, size_t *max_body,
 		      int *done, struct box_err *err)
 {
-	static const struct option opts[] = {
-		{ "allow", required_argument, NULL, 'a' },
-		{ "allow-private-network", no_argument, NULL, 'p' },
-		{ "max-body-bytes", required_argument, NULL, 'm' },
-		{ "help", no_argument, NULL, 'h' },
-		{ "version", no_argument, NULL, 'V' },
-		{ NULL, 0, NULL, 0 },
-	};
-	char *end;
-	long long v;
-	int c;
+	int i;
 
-	opterr = 0;
-	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
-		switch (c) {
-		case 'a':
-			if (box_policy_add(pol, optarg, err) < 0)
-				return -1;
-			break;
-		case 'p':
-			pol->allow_private = 1;
-			break;
-		case 'm':
-			errno = 0;
-			v = strtoll(optarg, &end, 10);
-			if (errno || end == optarg || *end || v < 1 || v > MAX_BODY_LIMIT)
-				return box_err_set(err, BOX_E_USAGE, "--max-body-bytes: expected an integer in [1, %d]",
-						   MAX_BODY_LIMIT);
-			*max_body = (size_t)v;
-			break;
-		case 'h':
-			fputs(usage, stdout);
-			*done = 1;
-			return 0;
-		case 'V':
-			puts("box-http (box) " PACKAGE_VERSION);
-			*done = 1;
-			return 0;
-		default:
-			return box_err_set(err, BOX_E_USAGE, "unknown or incomplete option \"%s\" (see --help)",
-					   argv[optind - 1]);
+	for (i = 1; i < argc; i++) {
+		const char *a = argv[i], *val;
+		char name[64];
+		long long v;
+
+		if (box_flag_split(a, name, sizeof(name), &val) < 0) {
+			if (a[0] == '-' && a[1])
+				return box_flag_unknown(err, a);
+			return box_flag_unexpected(err, a);
 		}
+		if (strcmp(name, "help") == 0 || strcmp(name, "version") == 0 ||
+		    strcmp(name, "allow-private-network") == 0) {
+			if (val)
+				return box_flag_takes_no_value(err, a);
+			if (name[0] == 'a') {
+				pol->allow_private = 1;
+				continue;
+			}
+			if (name[0] == 'h')
+				fputs(usage, stdout);
+			else
+				puts("box-http (box) " PACKAGE_VERSION);
+			*done = 1;
+			return 0;
+		}
+		if (strcmp(name, "allow") != 0 && strcmp(name, "max-body-bytes") != 0)
+			return box_flag_unknown(err, a);
+		if (!val) {
+			if (i + 1 >= argc)
+				return box_flag_missing_value(err, a);
+			val = argv[++i];
+		}
+		if (name[0] == 'a') {
+			if (box_policy_add(pol, val, err) < 0)
+				return -1;
+			continue;
+		}
+		if (box_flag_int("--max-body-bytes", val, 1, MAX_BODY_LIMIT, &v, err) < 0)
+			return -1;
+		*max_body = (size_t)v;
 	}
-	if (optind < argc)
-		return box_err_set(err, BOX_E_USAGE, "unexpected argument \"%s\"", argv[optind]);
 	return 0;
 }
 

@@ -3,7 +3,7 @@
 #include <string.h>
 
 #include "cli.h"
-#include "resolve.h"
+#include "lock.h"
 #include "banned.h"
 
 extern const char box_lock_request_schema[], box_lock_result_schema[];

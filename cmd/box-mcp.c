@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "flags.h"
 #include "buf.h"
 #include "mcp.h"
 #include "mcphttp.h"
@@ -115,7 +116,7 @@ int main(int argc, char **argv)
 	if (rest < argc || box_cli_agent()) {
 		cJSON_Delete(req);
 		if (rest < argc)
-			box_err_set(&err, BOX_E_USAGE, "unexpected argument '%.64s'", argv[rest]);
+			box_flag_unexpected(&err, argv[rest]);
 		else
 			box_err_set(&err, BOX_E_USAGE, "--json: box-mcp reads MCP messages, not a request");
 		return box_cli_fail(&cli, &err);

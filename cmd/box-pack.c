@@ -2,6 +2,7 @@
 #include <stdio.h>
 
 #include "cli.h"
+#include "flags.h"
 #include "pack.h"
 #include "banned.h"
 
@@ -30,7 +31,7 @@ int main(int argc, char **argv)
 	if (rest < argc) {
 		if (rest + 1 < argc || cJSON_GetObjectItemCaseSensitive(req, "dir")) {
 			cJSON_Delete(req);
-			box_err_set(&err, BOX_E_USAGE, "one DIR only");
+			box_flag_unexpected(&err, argv[rest + 1 < argc ? rest + 1 : rest]);
 			return box_cli_fail(&cli, &err);
 		}
 		cJSON_AddStringToObject(req, "dir", argv[rest]);

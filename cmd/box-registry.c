@@ -1,5 +1,5 @@
 /* box-registry: the remote registry helper of box-pack, box-pull and box-lock, installed in
- * $(libexecdir)/box. It serves lib/regserve.h's protocol on its standard input, a socket the
+ * $(libexecdir)/box. It serves lib/net/regserve.h's protocol on its standard input, a socket the
  * caller made; it is the only binary of the three jobs that loads libcurl. */
 #include <stdio.h>
 #include <string.h>

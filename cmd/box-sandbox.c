@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "flags.h"
 #include "buf.h"
 #include "sandbox.h"
 #include "utf8.h"
@@ -203,7 +204,7 @@ int main(int argc, char **argv)
 	rest = positional(req, rest, argc, argv, &bound);
 	op = box_sandbox_op_find(cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(req, "op")));
 	if (rest < argc) {
-		box_err_set(&err, BOX_E_USAGE, "unexpected argument '%.64s'", argv[rest]);
+		box_flag_unexpected(&err, argv[rest]);
 		cJSON_Delete(req);
 		return box_cli_fail(&cli, &err);
 	}

@@ -1,5 +1,5 @@
 /* box-verify: the helper that re-hashes a store entry for box-run, box-sandbox and box-tool's
- * host side (lib/verify.h), so that they never load libcrypto or libarchive themselves. */
+ * host side (lib/artifact/verify.h), so that they never load libcrypto or libarchive themselves. */
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>

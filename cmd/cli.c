@@ -9,6 +9,7 @@
 #include "cli.h"
 #include "buf.h"
 #include "describe.h"
+#include "flags.h"
 #include "banned.h"
 
 /* --format of --describe (box_cli_take_format); NULL: box's own form */
@@ -45,18 +46,11 @@ static const struct box_field *find_flag(const struct box_field *fields, const c
 	return NULL;
 }
 
-__attribute__((format(printf, 3, 4)))
-static int usage_err(struct box_err *err, const struct box_field *f, const char *fmt, ...)
+/* A usage error already set by lib/core/flags (its words), given the path of field f. */
+static int usage_at(struct box_err *err, const struct box_field *f)
 {
-	char msg[BOX_ERR_MSG_MAX];
-	va_list ap;
-
 	char path[BOX_ERR_FIELD_MAX];
 
-	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
-	va_end(ap);
-	box_err_set(err, BOX_E_USAGE, "%s", msg);
 	if (f) {
 		snprintf(path, sizeof(path), "$.%s", f->name);
 		box_err_path(err, path);
@@ -64,22 +58,35 @@ static int usage_err(struct box_err *err, const struct box_field *f, const char 
 	return -1;
 }
 
+/* "--kebab-case" of field f, as a message names its flag */
+static void flag_of(const struct box_field *f, char *out, size_t outlen)
+{
+	size_t i, o = 0;
+
+	if (outlen < 3)
+		return;
+	out[o++] = '-';
+	out[o++] = '-';
+	for (i = 0; f->name[i] && o + 1 < outlen; i++)
+		out[o++] = f->name[i] == '_' ? '-' : f->name[i];
+	out[o] = 0;
+}
+
 static int set_flag(cJSON *flags, const struct box_field *f, int negated, const char *val,
 		    struct box_err *err)
 {
 	cJSON *v = NULL, *arr;
-	char *end;
+	char flag[BOX_FLAG_SHOW];
 	long long n;
 
+	flag_of(f, flag, sizeof(flag));
 	switch (f->type) {
 	case BOX_F_BOOL:
 		v = cJSON_CreateBool(!negated);
 		break;
 	case BOX_F_INT:
-		errno = 0;
-		n = strtoll(val, &end, 10);
-		if (errno || end == val || *end)
-			return usage_err(err, f, "not an integer: '%.64s'", val);
+		if (box_flag_int(flag, val, f->min, f->max, &n, err) < 0)
+			return usage_at(err, f);
 		/* a number node carrying its literal is what box_json_parse makes of an integer */
 		v = cJSON_CreateNumber((double)n);
 		if (v) {
@@ -110,8 +117,10 @@ static int set_flag(cJSON *flags, const struct box_field *f, int negated, const 
 			struct box_err perr;
 
 			v = box_json_parse(val, strlen(val), &perr);
-			if (!v)
-				return usage_err(err, f, "not a JSON value: '%.64s'", val);
+			if (!v) {
+				box_flag_invalid(err, "JSON", flag, val);
+				return usage_at(err, f);
+			}
 		}
 		break;
 	case BOX_F_STRING:
@@ -350,11 +359,11 @@ int box_cli_parse(const struct box_cli *cli, int argc, char **argv, cJSON **req,
 			} else if (i + 1 < argc) {
 				policy = argv[++i];
 			} else {
-				usage_err(err, NULL, "option '--policy' needs a value");
+				box_flag_missing_value(err, "--policy");
 				goto fail;
 			}
 			if (!policy[0]) {
-				usage_err(err, NULL, "option '--policy' needs a file");
+				box_flag_missing_value(err, "--policy");
 				goto fail;
 			}
 			continue;
@@ -364,7 +373,7 @@ int box_cli_parse(const struct box_cli *cli, int argc, char **argv, cJSON **req,
 				if (f->shortopt && f->shortopt == a[1] && a[2] == 0)
 					break;
 			if (!f->name) {
-				usage_err(err, NULL, "unknown option '%.64s'", a);
+				box_flag_unknown(err, a);
 				goto fail;
 			}
 		} else {
@@ -373,19 +382,21 @@ int box_cli_parse(const struct box_cli *cli, int argc, char **argv, cJSON **req,
 				 a + 2);
 			f = find_flag(cli->fields, name, &negated);
 			if (!f) {
-				usage_err(err, NULL, "unknown option '%.64s'", a);
+				box_flag_unknown(err, a);
 				goto fail;
 			}
 			if (eq)
 				val = eq + 1;
 			if (eq && f->type == BOX_F_BOOL) {
-				usage_err(err, f, "option '%.64s' takes no value", a);
+				box_flag_takes_no_value(err, a);
+				usage_at(err, f);
 				goto fail;
 			}
 		}
 		if (f->type != BOX_F_BOOL && !val) {
 			if (i + 1 >= argc) {
-				usage_err(err, f, "option '%.64s' needs a value", a);
+				box_flag_missing_value(err, a);
+				usage_at(err, f);
 				goto fail;
 			}
 			val = argv[++i];

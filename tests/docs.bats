@@ -1,7 +1,7 @@
 #!/usr/bin/env bats
 # The documentation says what the code does: man/box-X.1 against `box-X --help`, `--version`
 # and the JSON Schemas, for every binary of BINS; man/box.7 against the error codes of
-# lib/err.c and the binaries of Makefile.am; box.json(5), box.lock(5) and box-pack(1) against
+# lib/core/err.c and the binaries of Makefile.am; box.json(5), box.lock(5) and box-pack(1) against
 # the members lib/ accepts; the README against configure.ac and .ci/run. Every check
 # compares text extracted from both sides, so a flag, member, code or version changed on one
 # side only fails here.
@@ -211,20 +211,20 @@ word_in() {
 			grep -qxF ".B $m" "$SRC/man/$3" || missing="$missing $3:$m"
 		done
 	}
-	check_members lockfile.c lock_fields box.lock.5
-	check_members lockfile.c entry_fields box.lock.5
-	check_members lockfile.c manifest_fields box.json.5
-	check_members artifact.c fields box-pack.1
-	[ "$(c_fields "$SRC/lib/lockfile.c" entry_fields | wc -l)" -eq 6 ]
-	[ "$(c_fields "$SRC/lib/artifact.c" fields | wc -l)" -eq 6 ]
+	check_members artifact/lockfile.c lock_fields box.lock.5
+	check_members artifact/lockfile.c entry_fields box.lock.5
+	check_members artifact/lockfile.c manifest_fields box.json.5
+	check_members artifact/artifact.c fields box-pack.1
+	[ "$(c_fields "$SRC/lib/artifact/lockfile.c" entry_fields | wc -l)" -eq 6 ]
+	[ "$(c_fields "$SRC/lib/artifact/artifact.c" fields | wc -l)" -eq 6 ]
 	[ -z "$missing" ] || { echo "not described:$missing" >&2; false; }
 }
 
-@test "EXIT STATUS of box(7) gives every error code of lib/err.c its exit status" {
+@test "EXIT STATUS of box(7) gives every error code of lib/core/err.c its exit status" {
 	local table codes name status missing=""
 	table=$(man_section "$MAN7" "EXIT STATUS" | sed -n '/^\.TS/,/^\.TE/p')
 	codes=$(sed -n 's/^[[:space:]]*\[BOX_E_[A-Z_]*\] = { "\([a-z_]*\)", \([0-9]*\) },.*/\1 \2/p' \
-		"$SRC/lib/err.c")
+		"$SRC/lib/core/err.c")
 	[ "$(wc -l <<<"$codes")" -eq 14 ]
 	while read -r name status; do
 		grep -E "^$status\|" <<<"$table" | grep -qw -- "$name" ||
@@ -233,10 +233,10 @@ word_in() {
 	[ -z "$missing" ] || { echo "not in the table:$missing" >&2; false; }
 }
 
-@test "every member of the error object (lib/err.c) is described in box(7) ERRORS" {
+@test "every member of the error object (lib/core/err.c) is described in box(7) ERRORS" {
 	local errors members m missing=""
 	errors=$(man_section "$MAN7" ERRORS)
-	members=$(sed -n '/^cJSON \*box_err_to_json/,/^}/p' "$SRC/lib/err.c" |
+	members=$(sed -n '/^cJSON \*box_err_to_json/,/^}/p' "$SRC/lib/core/err.c" |
 		grep -oE 'ToObject\(o, "[a-z_]+"' | sed 's/.*"\(.*\)"/\1/' | sort -u)
 	[ "$(wc -l <<<"$members")" -eq 7 ]
 	for m in $members; do
@@ -305,10 +305,10 @@ word_in() {
 	[ -d tmp-box/store/sha256 ]
 }
 
-# sb_ops [may_create]: the operation names of box_sandbox_ops in lib/sandbox.c, in order; with
+# sb_ops [may_create]: the operation names of box_sandbox_ops in lib/sandbox/sandbox.c, in order; with
 # an argument only those whose may_create is 1.
 sb_ops() {
-	sed -n '/^const struct box_sandbox_op box_sandbox_ops\[\] = {/,/^};/p' "$SRC/lib/sandbox.c" |
+	sed -n '/^const struct box_sandbox_op box_sandbox_ops\[\] = {/,/^};/p' "$SRC/lib/sandbox/sandbox.c" |
 		grep -E '\.name = "[a-z]+"' | { if [ -n "${1:-}" ]; then grep '\.may_create = 1'; else cat; fi; } |
 		grep -oE '\.name = "[a-z]+"' | cut -d'"' -f2
 }

@@ -1,5 +1,5 @@
 /*
- * A thin driver of lib/registry.h for tests/registry.bats (not installed):
+ * A thin driver of lib/net/registry.h for tests/registry.bats (not installed):
  *
  *   registry-client [-k] [-t MS] [-r S] pull REF NAME TAG OUTFILE
  *   registry-client [-k] [-t MS] [-r S] push REF NAME TAG FILE...

@@ -1,5 +1,5 @@
 #!/usr/bin/env bats
-# lib/registry.c, the OCI Distribution client of box-pack and box-pull, against a real
+# lib/net/registry.c, the OCI Distribution client of box-pack and box-pull, against a real
 # docker-registry (Debian's distribution 2.8) on 127.0.0.1, through tests/registry-client.
 # Three registries are started once for the file (tests/fixtures/registry.sh): anonymous,
 # htpasswd Basic auth, and Bearer tokens from tests/fixtures/token-server.py. teardown_file

@@ -377,7 +377,7 @@ accepted() {
 	./configure -q --prefix="$T/p2" >/dev/null
 	run -0 make -j2 box-run box-http
 	# the header changed, so what includes it was compiled again and box-run relinked
-	assert_output --partial 'lib/libexec.'
+	assert_output --partial 'lib/core/libexec.'
 	grep -qF "\"$T/p2/libexec/box\"" box-paths.h
 	mkdir -p "$T/p2/bin" "$T/p2/libexec/box"
 	cp box-run "$T/p2/bin/" && cp box-http "$T/p2/libexec/box/"

@@ -1,4 +1,4 @@
-/* lib/describe.c: a tool definition in the forms MCP, OpenAI and Anthropic load. */
+/* lib/core/describe.c: a tool definition in the forms MCP, OpenAI and Anthropic load. */
 #include <stdlib.h>
 #include <string.h>
 

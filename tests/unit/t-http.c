@@ -1,4 +1,4 @@
-/* lib/http.c without a server: everything that must be refused before a connection is made.
+/* lib/net/http.c without a server: everything that must be refused before a connection is made.
  * The exchanges with a real server are in tests/box-http.bats. */
 #include <arpa/inet.h>
 #include <netinet/in.h>

@@ -1,4 +1,4 @@
-/* lib/mcp.c and lib/mcptools.c: the protocol without a transport (messages in, captured
+/* lib/mcp/mcp.c and lib/mcp/mcptools.c: the protocol without a transport (messages in, captured
  * messages out), the policy's box-mcp section, and calls of the operator's tools. */
 #include <limits.h>
 #include <poll.h>

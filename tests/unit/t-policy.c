@@ -3,7 +3,7 @@
 #include <string.h>
 #include <sys/un.h>
 
-#include "policy.h"
+#include "url.h"
 #include "tap.h"
 #include "banned.h"
 

@@ -1,4 +1,4 @@
-/* Unit tests of lib/registry.c: the parts that need no network. */
+/* Unit tests of lib/net/registry.c: the parts that need no network. */
 #include <stdlib.h>
 #include <string.h>
 

@@ -1,4 +1,4 @@
-/* lib/sbexec: the limit classification and the judgement of an exec result (pure
+/* lib/sandbox/sbexec: the limit classification and the judgement of an exec result (pure
  * functions), its one rendering as JSON and the reading of a plug-in's answer. */
 #include <signal.h>
 #include <stdio.h>

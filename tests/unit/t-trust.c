@@ -1,4 +1,4 @@
-/* lib/trust: the built-in policy, policy files laid over it, the agent's request checked,
+/* lib/core/trust: the built-in policy, policy files laid over it, the agent's request checked,
  * caps, the agent's schema and the session binding. */
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,5 +1,5 @@
-/* The store verifier: the stat cache (warm path, lib/verify.c) and the re-hash behind it
- * (cold path, lib/rehash.c), on store entries built here. */
+/* The store verifier: the stat cache (warm path, lib/artifact/verify.c) and the re-hash behind it
+ * (cold path, lib/artifact/rehash.c), on store entries built here. */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
