@@ -420,7 +420,12 @@ static void count_held(struct box_fswalk_usage *u, pid_t holder, const dev_t *de
 	DIR *d;
 
 	box_fmt(p, sizeof(p), "/proc/%ld/ns/pid", (long)holder);
-	if (stat(p, &ns) < 0 || !(d = opendir("/proc")))
+	if (stat(p, &ns) < 0 || stat("/proc/self/ns/pid", &sb) < 0)
+		return;
+	/* a holder pid reused by a host process: the host's files are not the session's */
+	if (ns.st_ino == sb.st_ino && ns.st_dev == sb.st_dev)
+		return;
+	if (!(d = opendir("/proc")))
 		return;
 	while ((e = readdir(d)) && seen++ < TREE_MAX && fds < HELD_MAX_FDS) {
 		long v = strtol(e->d_name, NULL, 10);
@@ -779,7 +784,7 @@ static int copy_inputs(const struct box_sbprov_session *s, const cJSON *inputs,
 	int d, idx = 0;
 
 	/* no copy goes much past disk_bytes before the measure below refuses it */
-	if (lim(s, "disk_bytes", BOX_SANDBOX_DEFAULT_DISK) > 0)
+	if (lim(s, "disk_bytes", BOX_SANDBOX_DEFAULT_DISK) < BOX_SBCOPY_MAX_BYTES)
 		lim_in.max_bytes = (uint64_t)lim(s, "disk_bytes", BOX_SANDBOX_DEFAULT_DISK) + 1;
 	box_fmt(p, sizeof(p), "%s/input", s->sdir);
 	if (mkdir(p, 0755) < 0 && errno != EEXIST)
@@ -803,7 +808,8 @@ static int copy_inputs(const struct box_sbprov_session *s, const cJSON *inputs,
 		memset(&st, 0, sizeof(st));
 		if (box_sbcopy_in(e->valuestring, d, base, &lim_in, &st, err) < 0) {
 			close(d);
-			if (err->code == BOX_E_LIMIT && !strcmp(err->limit, "bytes"))
+			if (err->code == BOX_E_LIMIT && !strcmp(err->limit, "bytes") &&
+			    lim_in.max_bytes)
 				box_err_limit(err, BOX_E_LIMIT, "disk", (int64_t)lim_in.max_bytes - 1,
 					      "bytes", "input '%.200s' is larger than disk_bytes",
 					      e->valuestring);
