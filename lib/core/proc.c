@@ -15,35 +15,8 @@
 
 #include "proc.h"
 #include "ipc.h"
+#include "credenv.h"
 #include "banned.h"
-
-static int has_suffix(const char *s, size_t n, const char *suf)
-{
-	size_t m = strlen(suf);
-
-	return n >= m && strcasecmp(s + n - m, suf) == 0;
-}
-
-int box_proc_env_is_secret(const char *name)
-{
-	static const char *const inner[] = {
-		"SECRET", "PASSWORD", "PASSWD", "CREDENTIAL", "API_KEY", "APIKEY", "TOKEN",
-		"PRIVATE_KEY", "ACCESS_KEY", "AUTH",
-	};
-	static const char *const prefix[] = { "AWS_", "AZURE_", "GOOGLE_", "GCP_", "SSH_" };
-	size_t i, n = strlen(name);
-
-	if (has_suffix(name, n, "_KEY") || has_suffix(name, n, "_PAT") ||
-	    has_suffix(name, n, "_PASS"))
-		return 1;
-	for (i = 0; i < sizeof(inner) / sizeof(inner[0]); i++)
-		if (strcasestr(name, inner[i]))
-			return 1;
-	for (i = 0; i < sizeof(prefix) / sizeof(prefix[0]); i++)
-		if (strncasecmp(name, prefix[i], strlen(prefix[i])) == 0)
-			return 1;
-	return 0;
-}
 
 static int valid_env_name(const char *s, size_t n)
 {
@@ -104,7 +77,7 @@ int box_proc_env_build(struct box_proc_env *e, const char *const *extra, const c
 	for (i = 0; extra && extra[i]; i++) {
 		const char *eq = strchr(extra[i], '=');
 		size_t nlen = eq ? (size_t)(eq - extra[i]) : strlen(extra[i]);
-		const char *val;
+		const char *val, *rule;
 		char name[130];
 
 		if (i >= BOX_PROC_ENV_MAX)
@@ -112,13 +85,14 @@ int box_proc_env_build(struct box_proc_env *e, const char *const *extra, const c
 		if (!valid_env_name(extra[i], nlen))
 			return box_err_set(err, BOX_E_INVALID, "invalid variable name for a %s", what);
 		snprintf(name, sizeof(name), "%.*s", (int)nlen, extra[i]);
-		if (box_proc_env_is_secret(name))
+		val = eq ? eq + 1 : getenv(name);
+		if ((rule = box_credenv_name_rule(name)) ||
+		    (val && (rule = box_credenv_value_rule(val))))
 			return box_err_set(err, BOX_E_POLICY,
-					   "credential-shaped variable %s is never passed to a %s",
-					   name, what);
+					   "credential-shaped variable %s is never passed to a %s (%s)",
+					   name, what, rule);
 		if (env_has(e, name))
 			continue;
-		val = eq ? eq + 1 : getenv(name);
 		if (val && env_add(e, name, nlen, val, what, err))
 			return -1;
 	}

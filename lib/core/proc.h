@@ -85,11 +85,6 @@ int box_proc_spawn(const struct box_proc_opts *o, struct box_proc_child *c, stru
 /* Kills c's whole process group, reaps the leader and closes the caller's ends. */
 void box_proc_stop(struct box_proc_child *c);
 
-/* 1 if the variable name looks like a credential (*_TOKEN, *_KEY, *SECRET*, *PASSWORD*,
- * *PASSWD*, *CREDENTIAL*, *API_KEY*, *AUTH*, *_PAT, *_PASS, AWS_*, AZURE_*, GOOGLE_*, GCP_*,
- * SSH_*, ...; compared case-insensitively), 0 otherwise. */
-int box_proc_env_is_secret(const char *name);
-
 /* A clean environment under construction: v is NULL-terminated, the strings are owned. */
 struct box_proc_env {
 	char *v[BOX_PROC_ENV_MAX + 4];
@@ -102,8 +97,8 @@ struct box_proc_env {
  * extra is NULL or NULL-terminated "NAME=VALUE" (or "NAME": the host's value, skipped when
  * unset); of a name given twice the first wins. what ("provider", "tool") names the receiver
  * in messages. Returns 0, or -1 with invalid_request (more than BOX_PROC_ENV_MAX variables, a
- * bad name), policy_denied (a credential-shaped name: "credential-shaped variable X is never
- * passed to a WHAT") or internal (OOM); *e is then to be released all the same.
+ * bad name), policy_denied (a credential-shaped name or value, lib/core/credenv.h: "credential-shaped
+ * variable X is never passed to a WHAT (RULE)") or internal (OOM); *e is then to be released all the same.
  */
 int box_proc_env_build(struct box_proc_env *e, const char *const *extra, const char *what,
 		       struct box_err *err);

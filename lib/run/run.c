@@ -19,6 +19,7 @@
 #include "run.h"
 #include "libexec.h"
 #include "buf.h"
+#include "credenv.h"
 #include "cassette.h"
 #include "ipc.h"
 #include "jail.h"
@@ -173,6 +174,9 @@ static void child(struct run *r, int sock)
 	if (null < 0 || dup2(null, 0) < 0 || dup2(null, 1) < 0 || dup2(sock, 3) < 0)
 		_exit(127);
 	close_range(4, UINT_MAX, 0);
+	/* the script runs in this process: nothing of the caller's environment stays, in environ
+	 * nor in the block /proc/PID/environ shows */
+	box_credenv_wipe_self();
 	/* scripts see UTC wherever they run; loading the zone now keeps os.date from opening
 	 * files once the filter is in place */
 	setenv("TZ", "UTC0", 1);
@@ -197,10 +201,32 @@ static void child(struct run *r, int sock)
 
 /* ------------------------------------------------------------------ box-http */
 
+#define HTTP_ENV_MAX 5
+
+/* The variables of the caller's environment box-http gets, into out (NULL-terminated). */
+static void http_env(const char *out[HTTP_ENV_MAX + 1])
+{
+	static const char *const names[HTTP_ENV_MAX] = {
+		"SSL_CERT_FILE", "SSL_CERT_DIR", "ASAN_OPTIONS", "UBSAN_OPTIONS", "LSAN_OPTIONS",
+	};
+	size_t i, k = 0, n;
+
+	for (i = 0; environ && environ[i]; i++)
+		for (n = 0; n < HTTP_ENV_MAX; n++) {
+			size_t len = strlen(names[n]);
+
+			if (strncmp(environ[i], names[n], len) == 0 && environ[i][len] == '=') {
+				out[k++] = environ[i];
+				break;
+			}
+		}
+	out[k] = NULL;
+}
+
 static int http_start(struct run *r, struct box_err *err)
 {
 	char path[PATH_MAX], maxbody[32];
-	const char **argv;
+	const char **argv, *envp[HTTP_ENV_MAX + 1];
 	const cJSON *rule;
 	struct box_proc_opts o = { 0 };
 	struct box_proc_child child;
@@ -222,9 +248,11 @@ static int http_start(struct run *r, struct box_err *err)
 	argv[n++] = "--max-body-bytes";
 	argv[n++] = maxbody;
 	argv[n] = NULL;
-	/* like every helper: its own process group, only fds 0-2, killed whole by http_stop */
+	/* like every helper: its own process group, only fds 0-2, killed whole by http_stop; of
+	 * the caller's environment only what TLS and a sanitizer build read */
+	http_env(envp);
 	o.argv = argv;
-	o.envp = environ;
+	o.envp = (char *const *)envp;
 	o.stderr_inherit = 1;
 	rc = box_proc_spawn(&o, &child, err);
 	free(argv);

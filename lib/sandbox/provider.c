@@ -36,11 +36,6 @@ int box_provider_valid_op(const char *op)
 	return 0;
 }
 
-int box_provider_env_is_secret(const char *name)
-{
-	return box_proc_env_is_secret(name);
-}
-
 static int is_exec_file(const char *path)
 {
 	struct stat st;

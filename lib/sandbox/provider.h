@@ -20,11 +20,6 @@ int box_provider_valid_name(const char *name);
 /* 1 if op is one of create resume pause delete exec read_file write_file checkpoint status. */
 int box_provider_valid_op(const char *op);
 
-/* 1 if the variable name looks like a credential (*_TOKEN, *_KEY, *SECRET*, *PASSWORD*,
- * *PASSWD*, *CREDENTIAL*, *API_KEY*, *AUTH*, *_PAT, *_PASS, AWS_*, AZURE_*, GOOGLE_*, GCP_*, SSH_*,
- * ...; compared case-insensitively), 0 otherwise. Such variables never reach a provider. */
-int box_provider_env_is_secret(const char *name);
-
 /*
  * Finds box-provider-NAME: first in libexec_dir (when not NULL), then in each directory of
  * $PATH (the default path when unset); the first regular executable file wins. name is a

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "sandbox.h"
+#include "credenv.h"
 #include "libexec.h"
 #include "atomic.h"
 #include "base64.h"
@@ -146,7 +147,7 @@ static int check_env(const cJSON *env, struct box_err *err)
 	int i = 0;
 
 	cJSON_ArrayForEach(e, env) {
-		const char *s = e->valuestring, *eq = strchr(s, '=');
+		const char *s = e->valuestring, *eq = strchr(s, '='), *val, *rule;
 		size_t n = eq ? (size_t)(eq - s) : strlen(s), k;
 		char name[256], path[32];
 
@@ -165,9 +166,11 @@ static int check_env(const cJSON *env, struct box_err *err)
 			}
 		memcpy(name, s, n);
 		name[n] = 0;
-		if (box_provider_env_is_secret(name)) {
-			box_err_set(err, BOX_E_POLICY, "%s looks like a credential: box never passes "
-				    "credentials into a sandbox", name);
+		val = eq ? eq + 1 : getenv(name);
+		if ((rule = box_credenv_name_rule(name)) ||
+		    (val && (rule = box_credenv_value_rule(val)))) {
+			box_err_set(err, BOX_E_POLICY, "%s looks like a credential (%s): box never "
+				    "passes credentials into a sandbox", name, rule);
 			box_err_path(err, path);
 			return -1;
 		}

@@ -29,6 +29,7 @@
 #include "base64.h"
 #include "buf.h"
 #include "confine.h"
+#include "credenv.h"
 #include "fswalk.h"
 #include "ipc.h"
 #include "json.h"
@@ -542,6 +543,7 @@ int box_nsbox_stop(const struct box_nsbox_inst *i, const char *id, struct box_er
 
 #define HELPER_OUT_MAX ((size_t)16 << 20)
 #define HELPER_TIMEOUT_MS 600000
+#define HELPER_ENV_MAX 4096
 #define GUEST_PATH "/usr/local/bin:/usr/local/sbin:/usr/bin:/usr/sbin:/bin:/sbin"
 #define GUEST_ENV_MAX 160
 
@@ -562,7 +564,7 @@ static cJSON *run_sbfiles(const char *libexec, const char *const *args, struct b
 {
 	extern char **environ;
 	char path[PATH_MAX];
-	const char *argv[8];
+	const char *argv[8], **envp;
 	struct box_proc_opts o = { 0 };
 	struct box_proc_result r;
 	cJSON *res = NULL;
@@ -575,8 +577,15 @@ static cJSON *run_sbfiles(const char *libexec, const char *const *args, struct b
 	for (i = 0; args[i] && i < 6; i++)
 		argv[i + 1] = args[i];
 	argv[i + 1] = NULL;
+	envp = calloc(HELPER_ENV_MAX, sizeof(*envp));
+	if (!envp) {
+		box_err_set(err, BOX_E_INTERNAL, "out of memory");
+		return NULL;
+	}
+	/* the helper reads the state dir and sanitizer settings, never a credential */
+	box_credenv_filter(environ, envp, HELPER_ENV_MAX);
 	o.argv = argv;
-	o.envp = environ;
+	o.envp = (char *const *)envp;
 	o.timeout_ms = HELPER_TIMEOUT_MS;
 	o.max_stdout = HELPER_OUT_MAX;
 	if (box_proc_run(&o, &r, err) < 0)
@@ -599,6 +608,7 @@ static cJSON *run_sbfiles(const char *libexec, const char *const *args, struct b
 	}
 out:
 	box_proc_result_release(&r);
+	free(envp);
 	return res;
 }
 
@@ -973,6 +983,8 @@ static int collect_outputs(const struct box_sbprov_session *s, struct box_sbexec
 	return 0;
 }
 
+static cJSON *limit_scopes(int cgroup);
+
 static int local_exec(struct box_sbprov_session *s, const struct box_sbexec *e,
 		      struct box_sbexec_result *r, struct box_err *err)
 {
@@ -1003,6 +1015,9 @@ static int local_exec(struct box_sbprov_session *s, const struct box_sbexec *e,
 	x.env = envp;
 	if (box_nsbox_exec(&i, &c, &x, r, err) < 0)
 		return -1;
+	if ((r->extra || (r->extra = cJSON_CreateObject())))
+		cJSON_AddItemToObject(r->extra, "limit_scopes",
+				      limit_scopes(strcmp(r->limits_enforced_by, "cgroup") == 0));
 	return collect_outputs(s, r, err);
 }
 
@@ -1165,13 +1180,44 @@ static int local_restore(struct box_sbprov_session *s, const char *from, const c
 	return res ? 0 : -1;
 }
 
+/* One member of limit_scopes: what the limit bounds and what holds it. */
+static void add_scope(cJSON *o, const char *limit, const char *scope, const char *by)
+{
+	cJSON *m = cJSON_AddObjectToObject(o, limit);
+
+	if (m) {
+		cJSON_AddStringToObject(m, "scope", scope);
+		cJSON_AddStringToObject(m, "by", by);
+	}
+}
+
+/* What each limit bounds, by what (box-sandbox(1), "Limits"). With the sandbox's own cgroups
+ * memory and pids bound the whole session (tmpfs pages in /tmp included) and cpu_ms the sum
+ * over an exec's processes; without them (an ordinary user, rlimit mode) memory and cpu_ms
+ * bound each process on its own (RLIMIT_AS, whose count leaves out tmpfs pages; RLIMIT_CPU in
+ * whole seconds), and pids every process of the host user the guest runs as (RLIMIT_NPROC). */
+static cJSON *limit_scopes(int cgroup)
+{
+	cJSON *o = cJSON_CreateObject();
+
+	if (!o)
+		return NULL;
+	add_scope(o, "memory", cgroup ? "session" : "process", cgroup ? "cgroup" : "rlimit");
+	add_scope(o, "pids", cgroup ? "session" : "user", cgroup ? "cgroup" : "rlimit");
+	add_scope(o, "cpu_ms", cgroup ? "exec" : "process", cgroup ? "cgroup" : "rlimit");
+	add_scope(o, "disk_bytes", "session", "walk");
+	add_scope(o, "timeout_ms", "exec", "clock");
+	add_scope(o, "max_output_bytes", "exec", "box");
+	return o;
+}
+
 static void local_status(const struct box_sbprov_session *s, cJSON *o)
 {
 	const cJSON *h = pdata(s, "holder");
+	int cgroup = strcmp(box_json_get_str(h, "cgroup", "none"), "none") != 0;
 
-	cJSON_AddStringToObject(o, "limits_enforced_by",
-				strcmp(box_json_get_str(h, "cgroup", "none"), "none") ?
-				"cgroup" : "rlimit");
+	cJSON_AddStringToObject(o, "limits_enforced_by", cgroup ? "cgroup" : "rlimit");
+	cJSON_AddItemToObject(o, "limit_scopes", limit_scopes(cgroup));
 }
 
 /* The keeper's idle check: pause a sandbox nobody used for idle_pause_after_seconds. Runs in

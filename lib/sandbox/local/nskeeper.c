@@ -27,6 +27,7 @@
 
 #include "nsbox.h"
 #include "buf.h"
+#include "credenv.h"
 #include "ipc.h"
 #include "json.h"
 #include "nsroles.h"
@@ -482,6 +483,9 @@ void box_nsbox_keeper_main(const struct box_nsbox_config *c, enum box_cg_mode cg
 {
 	struct keeper k = { .c = c, .cg = cg, .rep = rep };
 
+	/* the keeper, and the holder and zygote it forks, outlive the caller: none of them keeps
+	 * the caller's credentials, in environ nor in /proc/PID/environ */
+	box_credenv_scrub_self();
 	keeper_detach(&k);
 	keeper_join_groups(&k, 0);
 	k.ctl = ctl_listen(c);
