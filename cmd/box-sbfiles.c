@@ -16,7 +16,7 @@
 static const char usage[] =
 	"Usage: box-sbfiles outputs [--max-files N] [--max-bytes N] DIR\n"
 	"       box-sbfiles snapshot SRC_DIR SNAP_DIR\n"
-	"       box-sbfiles restore SNAP_DIR DIGEST DEST_PARENT NAME\n"
+	"       box-sbfiles restore SNAP_DIR DIGEST DEST_PARENT NAME [MAX_BYTES]\n"
 	"       box-sbfiles --help | --version\n"
 	"\n"
 	"File work of box-sandbox, not meant to be run by hand. Prints one JSON object.\n"
@@ -126,6 +126,7 @@ static cJSON *snapshot(int argc, char **argv, struct box_err *err)
 	    !box_json_add_int64(res, "entries", st.entries) ||
 	    !box_json_add_int64(res, "files", st.files) ||
 	    !box_json_add_int64(res, "bytes", st.bytes) ||
+	    !box_json_add_int64(res, "skipped", st.skipped) ||
 	    !cJSON_AddBoolToObject(res, "existed", st.existed)) {
 		cJSON_Delete(res);
 		box_err_set(err, BOX_E_INTERNAL, "out of memory");
@@ -136,12 +137,20 @@ static cJSON *snapshot(int argc, char **argv, struct box_err *err)
 
 static cJSON *restore(int argc, char **argv, struct box_err *err)
 {
+	int64_t max_bytes = 0;
 	int snap, parent, r;
 	cJSON *res;
+	char *end;
 
-	if (argc != 4) {
+	if (argc == 5) {
+		errno = 0;
+		max_bytes = strtoll(argv[4], &end, 10);
+		if (errno || *end || max_bytes <= 0)
+			argc = 0;
+	}
+	if (argc != 4 && argc != 5) {
 		box_err_set(err, BOX_E_USAGE,
-			    "usage: box-sbfiles restore SNAP_DIR DIGEST DEST_PARENT NAME");
+			    "usage: box-sbfiles restore SNAP_DIR DIGEST DEST_PARENT NAME [MAX_BYTES]");
 		return NULL;
 	}
 	snap = open_dir(argv[0], err);
@@ -152,7 +161,7 @@ static cJSON *restore(int argc, char **argv, struct box_err *err)
 		close(snap);
 		return NULL;
 	}
-	r = box_sbfiles_restore(snap, argv[1], parent, argv[3], err);
+	r = box_sbfiles_restore(snap, argv[1], parent, argv[3], max_bytes, err);
 	close(snap);
 	close(parent);
 	if (r < 0)

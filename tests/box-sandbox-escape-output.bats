@@ -126,7 +126,7 @@ nobody_sb() {
 	sb_ok '(.outputs | map(.path)) == ["file"]'
 }
 
-@test "chmod 000 directories and files: listed as root; as uid 65534 output_error io_error, exit 8" {
+@test "chmod 000 directories and files: listed as root; as uid 65534 output_error io_error beside the result" {
 	local x
 	x=$(printf 'x\n' | sha256sum | cut -d' ' -f1)
 	mk c1
@@ -138,12 +138,21 @@ nobody_sb() {
 	NOBODY_DIR=$(mktemp -d /tmp/box-output-nobody.XXXXXX)
 	chown 65534:65534 "$NOBODY_DIR"
 	local what
+	# a file box cannot read: the listing fails, the command's result stays
+	run --separate-stderr nobody_sb exec n1 -- sh -c 'echo x > /output/f; chmod 000 /output/f; echo EVIDENCE'
+	output_failed 8 io_error ""
+	jqe '.limits_enforced_by == "rlimit" and (.output_error.message | test("Permission denied"))'
+	# a directory box cannot read: the disk walk cannot measure it either, so the limit fails
+	# closed first (exit 3); the listing's io_error is still beside the command's result
 	for what in 'mkdir -p /output/d/e; echo x > /output/d/e/f; chmod 000 /output/d' \
-		'mkdir -p /output/d/e; echo x > /output/d/e/f; chmod 000 /output/d/e' \
-		'echo x > /output/f; chmod 000 /output/f'; do
+		'mkdir -p /output/d/e; echo x > /output/d/e/f; chmod 000 /output/d/e'; do
 		run --separate-stderr nobody_sb exec n1 -- sh -c "$what; echo EVIDENCE"
-		output_failed 8 io_error ""
-		jqe '.limits_enforced_by == "rlimit" and (.output_error.message | test("Permission denied"))'
+		assert_equal "$status" 3
+		one_json_where '.ok == false and .exit_code == 0 and .stdout == "EVIDENCE\n"
+			and .resource_limit == "disk" and .error.code == "limit_exceeded"
+			and .error.limit == "disk" and (.disk_unmeasured | test("Permission denied"))
+			and .outputs == [] and .output_error.code == "io_error"
+			and (.output_error.message | test("Permission denied"))'
 	done
 	# the next exec still runs and lists
 	run --separate-stderr nobody_sb exec n1 -- sh -c 'echo x > /output/f'

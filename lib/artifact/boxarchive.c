@@ -111,6 +111,7 @@ struct walk {
 	size_t n, cap;
 	int packing;    /* refuse what a pack cannot hold instead of listing it */
 	unsigned int flags;
+	int64_t skipped;   /* specials left out (BOX_ARCHIVE_SKIP_SPECIAL) */
 	struct box_err *err;
 };
 
@@ -152,7 +153,8 @@ static int walk_link(struct walk *w, int fd, const char *name, int depth, struct
 	n = readlinkat(fd, name, t, sizeof(t));
 	if (n < 0)
 		return box_err_sys(w->err, "cannot read symlink %s", nd->path);
-	if (!link_contained(t, (size_t)n, depth)) {
+	if ((w->flags & BOX_ARCHIVE_ANY_LINKS) ? n == 0 || n > BOX_ARCHIVE_MAX_LINK :
+	    !link_contained(t, (size_t)n, depth)) {
 		box_err_set(w->err, BOX_E_POLICY,
 			    "cannot pack %s: a symlink whose target is absolute, leaves the tree "
 			    "or is longer than %d bytes", shown(nd->path, s), BOX_ARCHIVE_MAX_LINK);
@@ -218,6 +220,13 @@ static int walk_push(struct walk *w, int fd, const char *prefix, size_t plen, co
 			return walk_link(w, fd, name, depth, nd);
 		if (S_ISLNK(sb->st_mode))
 			return walk_refuse(w, nd->path, "a symlink");
+		if (!S_ISREG(sb->st_mode) && !S_ISDIR(sb->st_mode) &&
+		    (w->flags & BOX_ARCHIVE_SKIP_SPECIAL)) {
+			free(nd->path);
+			w->n--;
+			w->skipped++;
+			return 0;
+		}
 		if (!S_ISREG(sb->st_mode) && !S_ISDIR(sb->st_mode))
 			return walk_refuse(w, nd->path,
 					   "not a regular file or directory (device, FIFO or socket)");
@@ -529,10 +538,13 @@ int box_archive_pack_ex(int dirfd, int outfd, unsigned int flags, struct box_arc
 
 	if (st)
 		memset(st, 0, sizeof(*st));
-	if (flags & ~(BOX_ARCHIVE_SYMLINKS | BOX_ARCHIVE_FAST))
+	if (flags & ~(BOX_ARCHIVE_SYMLINKS | BOX_ARCHIVE_FAST | BOX_ARCHIVE_ANY_LINKS |
+		      BOX_ARCHIVE_SKIP_SPECIAL))
 		return box_err_set(err, BOX_E_INVALID, "unknown archive flags %#x", flags);
 	if (walk_tree(&w, dirfd) < 0)
 		goto out;
+	if (st)
+		st->skipped = w.skipped;
 	a = archive_write_new();
 	if (!a) {
 		box_err_set(err, BOX_E_INTERNAL, "out of memory");
@@ -989,7 +1001,9 @@ static int extract_entry(struct extract *x, struct archive_entry *e)
 
 		for (size_t i = 0; i < len; i++)
 			depth += path[i] == '/';
-		if (!link_contained(target, strlen(target), depth))
+		if ((x->flags & BOX_ARCHIVE_ANY_LINKS) ?
+		    !*target || strlen(target) > BOX_ARCHIVE_MAX_LINK :
+		    !link_contained(target, strlen(target), depth))
 			return refuse(x, name, "symlink target is absolute, leaves the tree or is "
 				      "longer than %d bytes", BOX_ARCHIVE_MAX_LINK);
 	}
@@ -1052,7 +1066,7 @@ int box_archive_extract_ex(int infd, int destdirfd, const struct box_archive_lim
 	x.parentfd = -1;
 	x.flags = flags;
 	x.err = err;
-	if (flags & ~BOX_ARCHIVE_SYMLINKS)
+	if (flags & ~(BOX_ARCHIVE_SYMLINKS | BOX_ARCHIVE_ANY_LINKS))
 		return box_err_set(err, BOX_E_INVALID, "unknown archive flags %#x", flags);
 	if (!lim || lim->max_bytes < 0 || lim->max_entries <= 0 || lim->max_path <= 0 ||
 	    lim->max_depth <= 0)
@@ -1123,13 +1137,6 @@ out:
 	free(x.buf);
 	free(src);
 	return ret;
-}
-
-/* ------------------------------------------------------------------ removal */
-
-int box_archive_remove_tree(int dirfd, const char *name, struct box_err *err)
-{
-	return box_sbcopy_remove_tree(dirfd, name, err);
 }
 
 /* ------------------------------------------------------------------ tree digest */

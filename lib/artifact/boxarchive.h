@@ -30,6 +30,14 @@
  */
 #define BOX_ARCHIVE_SYMLINKS 0x1u
 #define BOX_ARCHIVE_FAST 0x2u        /* pack: gzip level 1 (snapshots), still reproducible */
+/* With BOX_ARCHIVE_SYMLINKS: every symlink is packed and extracted as it is, whatever its
+ * target (absolute, leaving the tree; at most BOX_ARCHIVE_MAX_LINK bytes, not empty). For
+ * sandbox snapshots, whose links a guest resolves in its own root (a Python venv's
+ * bin/python is absolute). Extraction still never writes through a link: parents are opened
+ * without following them. */
+#define BOX_ARCHIVE_ANY_LINKS 0x4u
+/* pack: devices, FIFOs and sockets are left out and counted in skipped, not refused */
+#define BOX_ARCHIVE_SKIP_SPECIAL 0x8u
 
 /* Caps on an extraction: max_bytes may be 0 (only empty files), the others must be positive. */
 struct box_archive_limits {
@@ -47,6 +55,7 @@ struct box_archive_stats {
 	int64_t bytes;         /* file content bytes */
 	int64_t archive_bytes; /* compressed bytes written (pack) or read (extract) */
 	int64_t links;         /* symlinks (BOX_ARCHIVE_SYMLINKS only), also counted in entries */
+	int64_t skipped;       /* devices, FIFOs, sockets left out (BOX_ARCHIVE_SKIP_SPECIAL) */
 };
 
 /*
@@ -97,7 +106,7 @@ void box_archive_default_limits(int64_t compressed_size, struct box_archive_limi
  * to directory fds it opened with O_NOFOLLOW|O_DIRECTORY from destdirfd, so it never writes
  * outside destdirfd. It only ever creates regular files with mode 0644 or 0755 and directories
  * with mode 0755 (set explicitly, whatever the umask). On failure destdirfd may hold a partial
- * tree of such files; the caller then deletes the directory (box_archive_remove_tree) and never
+ * tree of such files; the caller then deletes the directory (box_fswalk_remove, lib/core/fswalk.h) and never
  * uses any of it. On success the caller may rename it into place.
  *
  * Accepted entries: regular files and directories whose path is relative (one leading "./" is
@@ -135,17 +144,6 @@ int box_archive_extract(int infd, int destdirfd, const struct box_archive_limits
  */
 int box_archive_extract_ex(int infd, int destdirfd, const struct box_archive_limits *lim,
 			   unsigned int flags, struct box_archive_stats *st, struct box_err *err);
-
-/*
- * Removes name (one path component, no '/') in dirfd and, if it is a directory, everything
- * under it, without ever following a symlink (a symlink is removed, not its target).
- * Directories without write permission are made writable first. Bounded: at most 1,000,000
- * entries and a depth of 256.
- * Returns 0 (also when name does not exist), or -1 with err set: invalid_request for a bad
- * name, limit_exceeded past a bound (what was removed so far stays removed), io_error otherwise.
- * The same remover as box_sbcopy_remove_tree (lib/core/sbcopy.h), which needs no libarchive.
- */
-int box_archive_remove_tree(int dirfd, const char *name, struct box_err *err);
 
 #define BOX_ARCHIVE_DIGEST_LEN 71 /* "sha256:" + 64 hex digits, without the NUL */
 

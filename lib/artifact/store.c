@@ -9,14 +9,14 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "fswalk.h"
 #include "oci.h"
 #include "store.h"
 #include "atomic.h"
 #include "banned.h"
 
-/* Bound on the entries one removal visits; extraction caps entries far below it. */
-#define RM_MAX_ENTRIES 10000000L
-#define RM_RETRIES 4
+/* Bound on the names one clean of tmp/ looks at. */
+#define TMP_MAX_NAMES 10000000L
 
 static int open_sub(int dirfd, const char *name, struct box_err *err)
 {
@@ -105,65 +105,11 @@ static int name_ok(const char *name)
 	       strcmp(name, "..") != 0;
 }
 
-/* Removes name (a file or a tree) under parent without following symlinks. */
-static int rm_tree(int parent, const char *name, int depth, long *budget, struct box_err *err)
-{
-	DIR *d;
-	int fd;
-
-	if (unlinkat(parent, name, 0) == 0 || errno == ENOENT)
-		return 0;
-	if (errno != EISDIR && errno != EPERM)
-		return box_err_sys(err, "remove %s", name);
-	if (depth >= BOX_STORE_MAX_DEPTH)
-		return box_err_set(err, BOX_E_IO, "remove %s: deeper than %d levels", name,
-				   BOX_STORE_MAX_DEPTH);
-	fd = openat(parent, name, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
-	if (fd < 0)
-		return box_err_sys(err, "open %s", name);
-	/* an extracted directory may have lost its write bit; we own it, so take it back */
-	fchmod(fd, 0700);
-	d = fdopendir(fd);
-	if (!d) {
-		close(fd);
-		return box_err_sys(err, "read %s", name);
-	}
-	for (int pass = 0; pass < RM_RETRIES; pass++) {
-		struct dirent *de;
-
-		while ((de = readdir(d))) {
-			if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
-				continue;
-			if (--*budget < 0) {
-				closedir(d);
-				return box_err_set(err, BOX_E_IO, "remove %s: too many entries",
-						   name);
-			}
-			if (rm_tree(dirfd(d), de->d_name, depth + 1, budget, err) < 0) {
-				closedir(d);
-				return -1;
-			}
-		}
-		if (unlinkat(parent, name, AT_REMOVEDIR) == 0 || errno == ENOENT) {
-			closedir(d);
-			return 0;
-		}
-		if (errno != ENOTEMPTY && errno != EEXIST)
-			break;
-		rewinddir(d);
-	}
-	box_err_sys(err, "remove directory %s", name);
-	closedir(d);
-	return -1;
-}
-
 int box_store_abort(struct box_store *s, const char *tmpname, struct box_err *err)
 {
-	long budget = RM_MAX_ENTRIES;
-
 	if (!name_ok(tmpname))
 		return box_err_set(err, BOX_E_INVALID, "bad store tmp name");
-	return rm_tree(s->tmpfd, tmpname, 0, &budget, err);
+	return box_fswalk_remove(s->tmpfd, tmpname, err);
 }
 
 static int fsync_fd(int fd, const char *what, struct box_err *err)
@@ -267,7 +213,7 @@ int box_store_clean_tmp(struct box_store *s, struct box_err *err)
 	time_t now = time(NULL);
 	struct dirent *de;
 	int removed = 0, fd;
-	long budget = RM_MAX_ENTRIES;
+	long budget = TMP_MAX_NAMES;
 	DIR *d;
 
 	fd = openat(s->tmpfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -300,7 +246,7 @@ int box_store_clean_tmp(struct box_store *s, struct box_err *err)
 				continue;
 			}
 		}
-		r = rm_tree(s->tmpfd, de->d_name, 0, &budget, err);
+		r = box_fswalk_remove(s->tmpfd, de->d_name, err);
 		if (lock >= 0)
 			close(lock);
 		if (r < 0) {
@@ -321,7 +267,6 @@ int box_store_lock(struct box_store *s, int exclusive, struct box_err *err)
 int box_store_remove(struct box_store *s, const char *digest, struct box_err *err)
 {
 	char name[64], note[80];
-	long budget = RM_MAX_ENTRIES;
 	int fd;
 
 	if (box_oci_digest_check(digest, err) < 0)
@@ -349,7 +294,7 @@ int box_store_remove(struct box_store *s, const char *digest, struct box_err *er
 		box_err_sys(err, "remove %s", note);
 		goto fail;
 	}
-	if (rm_tree(s->tmpfd, name, 0, &budget, err) < 0)
+	if (box_fswalk_remove(s->tmpfd, name, err) < 0)
 		goto fail;
 	if (fd >= 0)
 		close(fd);

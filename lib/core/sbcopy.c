@@ -10,12 +10,12 @@
 #include <unistd.h>
 
 #include "buf.h"
+#include "fswalk.h"
 #include "sbcopy.h"
 #include "banned.h"
 
 #define COPY_BUF 65536
 #define TMP_TRIES 16
-#define RM_MAX_PASSES 8
 
 static int valid_name(const char *name)
 {
@@ -56,240 +56,6 @@ int box_sbcopy_tmp_name(char *out, size_t outsz, const char *tag, struct box_err
 	snprintf(out, outsz, ".%s-%02x%02x%02x%02x%02x%02x%02x%02x.tmp", tag, r[0], r[1], r[2],
 		 r[3], r[4], r[5], r[6], r[7]);
 	return 0;
-}
-
-/* ------------------------------------------------------------------ removal */
-
-struct rm {
-	uint64_t budget;
-	struct box_err *err;
-};
-
-static int rm_contents(struct rm *rm, int fd, unsigned depth);
-
-/* Opens the directory name in fd for emptying, making it listable and writable first; a
- * chmod through AT_SYMLINK_NOFOLLOW never reaches the target of a link swapped in. */
-static int rm_open_dir(int fd, const char *name)
-{
-	struct stat sb;
-	int sub;
-
-	sub = openat(fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	if (sub < 0 && errno == EACCES && fchmodat(fd, name, 0700, AT_SYMLINK_NOFOLLOW) == 0)
-		sub = openat(fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	if (sub < 0)
-		return -1;
-	if (fstat(sub, &sb) < 0 || ((sb.st_mode & 0700) != 0700 && fchmod(sub, 0700) < 0)) {
-		close_keep_errno(sub);
-		return -1;
-	}
-	return sub;
-}
-
-static int rm_entry(struct rm *rm, int fd, const char *name, unsigned depth)
-{
-	int sub, r;
-
-	if (unlinkat(fd, name, 0) == 0 || errno == ENOENT)
-		return 0;
-	if (errno != EISDIR)
-		return box_err_sys(rm->err, "cannot remove %s", name);
-	if (depth > BOX_SBCOPY_DEPTH_CEILING)
-		return box_err_limit(rm->err, BOX_E_LIMIT, "depth", BOX_SBCOPY_DEPTH_CEILING,
-				     "components", "tree to remove is deeper than %d levels",
-				     BOX_SBCOPY_DEPTH_CEILING);
-	sub = rm_open_dir(fd, name);
-	if (sub < 0) {
-		if (errno == ENOENT)
-			return 0;
-		return box_err_sys(rm->err, "cannot open %s for removal", name);
-	}
-	r = rm_contents(rm, sub, depth);
-	close(sub);
-	if (r < 0)
-		return -1;
-	if (unlinkat(fd, name, AT_REMOVEDIR) < 0 && errno != ENOENT)
-		return box_err_sys(rm->err, "cannot remove %s", name);
-	return 0;
-}
-
-/* A few passes: readdir may miss entries while someone else adds them. */
-static int rm_contents(struct rm *rm, int fd, unsigned depth)
-{
-	for (int pass = 0; pass < RM_MAX_PASSES; pass++) {
-		struct dirent *de;
-		int dfd, found = 0;
-		DIR *d;
-
-		dfd = openat(fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-		if (dfd < 0)
-			return box_err_sys(rm->err, "cannot open a directory for removal");
-		d = fdopendir(dfd);
-		if (!d) {
-			close_keep_errno(dfd);
-			return box_err_sys(rm->err, "cannot read a directory for removal");
-		}
-		for (;;) {
-			errno = 0;
-			de = readdir(d);
-			if (!de)
-				break;
-			if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
-				continue;
-			found = 1;
-			if (rm->budget == 0) {
-				closedir(d);
-				return box_err_limit(rm->err, BOX_E_LIMIT, "entries",
-						     BOX_SBCOPY_RM_MAX_ENTRIES, "entries",
-						     "tree to remove has more than %d entries",
-						     BOX_SBCOPY_RM_MAX_ENTRIES);
-			}
-			rm->budget--;
-			if (rm_entry(rm, fd, de->d_name, depth + 1) < 0) {
-				closedir(d);
-				return -1;
-			}
-		}
-		if (errno) {
-			box_err_sys(rm->err, "cannot read a directory for removal");
-			closedir(d);
-			return -1;
-		}
-		closedir(d);
-		if (!found)
-			return 0;
-	}
-	return 0;
-}
-
-int box_sbcopy_empty_dir(int dirfd, struct box_err *err)
-{
-	struct rm rm = { BOX_SBCOPY_RM_MAX_ENTRIES, err };
-	struct stat sb;
-	int fd, r;
-
-	fd = openat(dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (fd < 0)
-		return box_err_sys(err, "cannot open the directory to empty");
-	if (fstat(fd, &sb) < 0 || ((sb.st_mode & 0700) != 0700 &&
-				   fchmod(fd, (sb.st_mode & 07777) | 0700) < 0)) {
-		box_err_sys(err, "cannot make the directory to empty writable");
-		close(fd);
-		return -1;
-	}
-	r = rm_contents(&rm, fd, 0);
-	close(fd);
-	return r;
-}
-
-int box_sbcopy_remove_tree(int dirfd, const char *name, struct box_err *err)
-{
-	struct rm rm = { BOX_SBCOPY_RM_MAX_ENTRIES, err };
-
-	if (!valid_name(name))
-		return box_err_set(err, BOX_E_INVALID, "invalid name to remove");
-	return rm_entry(&rm, dirfd, name, 1);
-}
-
-static void remove_quietly(int dirfd, const char *name)
-{
-	struct rm rm;
-	struct box_err ignored;
-
-	rm.budget = BOX_SBCOPY_RM_MAX_ENTRIES;
-	rm.err = &ignored;
-	rm_entry(&rm, dirfd, name, 0);
-}
-
-/* ------------------------------------------------------------------ usage */
-
-struct usage {
-	uint64_t budget, max;
-	int64_t total;
-	struct box_err *err;
-};
-
-static int usage_dir(struct usage *u, int fd, unsigned depth)
-{
-	struct dirent *de;
-	int dfd, ret = 0;
-	DIR *d;
-
-	dfd = openat(fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (dfd < 0)
-		return box_err_sys(u->err, "cannot open a directory to measure");
-	d = fdopendir(dfd);
-	if (!d) {
-		close_keep_errno(dfd);
-		return box_err_sys(u->err, "cannot read a directory to measure");
-	}
-	for (;;) {
-		struct stat sb;
-		int64_t n;
-		int sub;
-
-		errno = 0;
-		de = readdir(d);
-		if (!de) {
-			if (errno)
-				ret = box_err_sys(u->err, "cannot read a directory to measure");
-			break;
-		}
-		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
-			continue;
-		if (u->budget == 0) {
-			ret = box_err_limit(u->err, BOX_E_LIMIT, "entries", (int64_t)u->max,
-					    "entries", "tree has more than %llu entries",
-					    (unsigned long long)u->max);
-			break;
-		}
-		u->budget--;
-		if (fstatat(fd, de->d_name, &sb, AT_SYMLINK_NOFOLLOW) < 0) {
-			if (errno == ENOENT)
-				continue;
-			ret = box_err_sys(u->err, "cannot stat %s", de->d_name);
-			break;
-		}
-		n = (int64_t)sb.st_blocks * 512;
-		if (sb.st_size > n)
-			n = sb.st_size;
-		u->total = n > INT64_MAX - u->total ? INT64_MAX : u->total + n;
-		if (!S_ISDIR(sb.st_mode))
-			continue;
-		if (depth + 1 > BOX_SBCOPY_DEPTH_CEILING) {
-			ret = box_err_limit(u->err, BOX_E_LIMIT, "depth", BOX_SBCOPY_DEPTH_CEILING,
-					    "components", "tree is deeper than %d levels",
-					    BOX_SBCOPY_DEPTH_CEILING);
-			break;
-		}
-		sub = openat(fd, de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-		if (sub < 0) {
-			/* gone, or swapped for something else since the fstatat */
-			if (errno == ENOENT || errno == ENOTDIR || errno == ELOOP)
-				continue;
-			ret = box_err_sys(u->err, "cannot open %s to measure", de->d_name);
-			break;
-		}
-		ret = usage_dir(u, sub, depth + 1);
-		close(sub);
-		if (ret < 0)
-			break;
-	}
-	closedir(d);
-	return ret;
-}
-
-int64_t box_sbcopy_usage(int dirfd, uint64_t max_entries, struct box_err *err)
-{
-	struct usage u;
-
-	u.max = max_entries ? max_entries : BOX_SBCOPY_USAGE_MAX_ENTRIES;
-	u.budget = u.max;
-	u.total = 0;
-	u.err = err;
-	if (usage_dir(&u, dirfd, 0) < 0)
-		return -1;
-	return u.total;
 }
 
 /* ------------------------------------------------------------------ copy */
@@ -618,7 +384,7 @@ int box_sbcopy_in(const char *src, int destdirfd, const char *name,
 			r = box_err_sys(err, "cannot rename the copy to %s", name);
 	}
 	if (r < 0 && *tmp)
-		remove_quietly(destdirfd, tmp);
+		(void)box_fswalk_remove(destdirfd, tmp, &(struct box_err){ 0 });
 out:
 	close(in);
 	free(cp.buf);

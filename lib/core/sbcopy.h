@@ -1,6 +1,6 @@
 /*
  * File trees of box-sandbox without libarchive or libcrypto (box-sandbox links this and must
- * start fast): copying a host path into /input, emptying /output, measuring /workspace.
+ * start fast): copying a host path into /input.
  * Nothing here ever follows a symlink below the directory it was given.
  */
 #ifndef BOX_SBCOPY_H
@@ -13,8 +13,6 @@
 #define BOX_SBCOPY_MAX_BYTES (INT64_C(1) << 30)
 #define BOX_SBCOPY_MAX_DEPTH 64
 #define BOX_SBCOPY_DEPTH_CEILING 256      /* largest max_depth a caller may ask for */
-#define BOX_SBCOPY_RM_MAX_ENTRIES 1000000 /* bound of box_sbcopy_empty_dir */
-#define BOX_SBCOPY_USAGE_MAX_ENTRIES 1000000 /* default bound of box_sbcopy_usage */
 
 /* Caps on a copy; a 0 member means its default (BOX_SBCOPY_MAX_*). */
 struct box_sbcopy_limits {
@@ -64,35 +62,10 @@ int box_sbcopy_in(const char *src, int destdirfd, const char *name,
 		  const struct box_sbcopy_limits *lim, struct box_sbcopy_stats *st,
 		  struct box_err *err);
 
-/*
- * Removes everything inside the directory dirfd (which may be O_PATH) and keeps the directory
- * itself. Never follows a symlink: symlinks are removed, not their targets; directories that
- * deny the owner read, write or search are chmod'ed 0700 first (never through a link).
- * Bounded: at most BOX_SBCOPY_RM_MAX_ENTRIES entries and BOX_SBCOPY_DEPTH_CEILING levels.
- * Returns 0, or -1 with err set: limit_exceeded ("entries" or "depth"; what was removed stays
- * removed), io_error otherwise.
- */
-int box_sbcopy_empty_dir(int dirfd, struct box_err *err);
-
-/*
- * Removes dirfd/name, a file, a symlink (never its target) or a whole tree, under the rules and
- * bounds of box_sbcopy_empty_dir. name is one path component (no '/', not "." or ".."):
- * invalid_request otherwise. An absent name is not an error. Returns 0 or -1 with err.
- */
-int box_sbcopy_remove_tree(int dirfd, const char *name, struct box_err *err);
+/* Trees are removed and measured by lib/core/fswalk.h. */
 
 /* A fresh hidden temporary name ".TAG-<16 hex>.tmp" for a file or directory made beside its
  * final place. Returns 0, or -1 with io_error when no randomness could be had. */
 int box_sbcopy_tmp_name(char *out, size_t outsz, const char *tag, struct box_err *err);
-
-/*
- * The bytes the tree below dirfd takes: for every entry below it (symlinks not followed,
- * directories included, the root excluded) the larger of st_blocks * 512 and st_size, so
- * sparse files count at their apparent size. Hard links count once per name.
- * max_entries bounds the entries visited (0: BOX_SBCOPY_USAGE_MAX_ENTRIES); depth is bounded
- * by BOX_SBCOPY_DEPTH_CEILING.
- * Returns the total, or -1 with err set: limit_exceeded ("entries" or "depth"), io_error.
- */
-int64_t box_sbcopy_usage(int dirfd, uint64_t max_entries, struct box_err *err);
 
 #endif

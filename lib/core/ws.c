@@ -10,6 +10,7 @@
 
 #include "ws.h"
 #include "atomic.h"
+#include "fswalk.h"
 #include "confine.h"
 #include "banned.h"
 
@@ -560,65 +561,11 @@ out:
 	return arr;
 }
 
-/* Removes the directory name under pfd and all it holds, never following a symlink: each
- * directory is opened O_NOFOLLOW relative to its already opened parent. */
-static int rm_tree(int pfd, const char *name, int depth, size_t *count, struct box_err *err)
-{
-	struct dirent *de;
-	int fd, r = 0;
-	DIR *d;
-
-	if (depth > BOX_WS_MAX_DEPTH)
-		return box_err_limit(err, BOX_E_LIMIT, "depth", BOX_WS_MAX_DEPTH, "levels",
-				     "tree is deeper than %d levels", BOX_WS_MAX_DEPTH);
-	fd = openat(pfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	if (fd < 0)
-		return box_err_sys(err, "open directory %s", name);
-	d = fdopendir(fd);
-	if (!d) {
-		close(fd);
-		return box_err_sys(err, "opendir %s", name);
-	}
-	while (r == 0) {
-		struct stat st;
-
-		errno = 0;
-		de = readdir(d);
-		if (!de) {
-			if (errno)
-				r = box_err_sys(err, "readdir %s", name);
-			break;
-		}
-		if (is_dot(de->d_name))
-			continue;
-		if (++*count > BOX_WS_MAX_REMOVE) {
-			r = box_err_limit(err, BOX_E_LIMIT, "remove_entries", BOX_WS_MAX_REMOVE,
-					  "entries", "more than %d entries to remove",
-					  BOX_WS_MAX_REMOVE);
-			break;
-		}
-		if (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0) {
-			if (errno != ENOENT)
-				r = box_err_sys(err, "stat %s", de->d_name);
-			continue;
-		}
-		if (S_ISDIR(st.st_mode))
-			r = rm_tree(dirfd(d), de->d_name, depth + 1, count, err);
-		else if (unlinkat(dirfd(d), de->d_name, 0) < 0 && errno != ENOENT)
-			r = box_err_sys(err, "remove %s", de->d_name);
-	}
-	closedir(d);
-	if (r == 0 && unlinkat(pfd, name, AT_REMOVEDIR) < 0)
-		r = box_err_sys(err, "remove directory %s", name);
-	return r;
-}
-
 int box_ws_remove(struct box_ws *ws, const char *path, int recursive, struct box_err *err)
 {
 	char norm[PATH_MAX], parent[PATH_MAX];
 	const char *base;
 	struct stat st;
-	size_t count = 0;
 	int pfd, r;
 
 	if (ws_norm(path, norm, err) < 0)
@@ -642,7 +589,7 @@ int box_ws_remove(struct box_ws *ws, const char *path, int recursive, struct box
 	} else if (!S_ISDIR(st.st_mode)) {
 		r = unlinkat(pfd, base, 0) < 0 ? box_err_sys(err, "remove %s", norm) : 1;
 	} else if (recursive) {
-		r = rm_tree(pfd, base, 0, &count, err) < 0 ? -1 : 1;
+		r = box_fswalk_remove(pfd, base, err) < 0 ? -1 : 1;
 	} else if (unlinkat(pfd, base, AT_REMOVEDIR) == 0) {
 		r = 1;
 	} else if (errno == ENOTEMPTY || errno == EEXIST) {

@@ -19,7 +19,6 @@
 #include "err.h"
 
 #define BOX_WS_MAX_DEPTH 64
-#define BOX_WS_MAX_REMOVE 100000   /* entries one recursive remove may delete */
 #define BOX_WS_MAX_VISIT 100000    /* entries one walk may look at */
 #define BOX_WS_MAX_APPEND (256 << 20) /* size of a file append may grow */
 
@@ -90,9 +89,8 @@ cJSON *box_ws_list(struct box_ws *ws, const char *path, size_t max_entries, stru
 
 /*
  * Removes path: a file or symlink (never its target), an empty directory, or with recursive a
- * whole tree (symlinks inside are removed, never followed; at most BOX_WS_MAX_REMOVE entries
- * and BOX_WS_MAX_DEPTH levels, else limit_exceeded "remove_entries" / "depth" after removing
- * part of it). A non-empty directory without recursive is conflict; the root is
+ * whole tree (box_fswalk_remove: any depth, width, mode and file type; symlinks inside are
+ * removed, never followed). A non-empty directory without recursive is conflict; the root is
  * policy_denied. Returns 1 removed, 0 absent, -1 error.
  */
 int box_ws_remove(struct box_ws *ws, const char *path, int recursive, struct box_err *err);

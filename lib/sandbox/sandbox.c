@@ -1,3 +1,4 @@
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -17,6 +18,7 @@
 #include "confine.h"
 #include "nsbox.h"
 #include "provider.h"
+#include "fswalk.h"
 #include "sbcopy.h"
 #include "sbprov.h"
 #include "sbstate.h"
@@ -47,8 +49,8 @@ const struct box_field box_sandbox_fields[] = {
 	{ "timeout_ms", BOX_F_INT, 1, 86400000, 0, "wall time of one exec (default 60000)", "MS", 0 },
 	{ "max_output_bytes", BOX_F_INT, 0, (int64_t)64 << 20, 0, "bytes of stdout and of stderr "
 	  "kept in the result (default 1 MiB)", "BYTES", 0 },
-	{ "disk_bytes", BOX_F_INT, 1 << 20, INT64_MAX, 0, "bytes of /workspace + /output, and the "
-	  "size of /tmp (default 1 GiB)", "BYTES", 0 },
+	{ "disk_bytes", BOX_F_INT, 1 << 20, INT64_MAX, 0, "bytes of /workspace + /output + /input, "
+	  "host writes included, and the size of /tmp (default 1 GiB)", "BYTES", 0 },
 	{ "env", BOX_F_STRINGS, 0, BOX_SANDBOX_ENV_MAX, 'e', "pass NAME=VALUE, or the host's NAME, "
 	  "to the guest (repeatable)", "NAME[=VALUE]", 0 },
 	{ "argv", BOX_F_STRINGS, 0, 4096, 0, "exec: the command and its arguments (after --)",
@@ -463,24 +465,96 @@ static void limits_from_req(const cJSON *req, cJSON *limits)
 	}
 }
 
-static int remove_session_dir(struct box_sandbox_ctx *s, struct box_err *err)
+/*
+ * Removes the session's files but its record (state.json): the tree goes first, so that a
+ * delete that fails keeps the session, and running delete again finishes it. Every tree goes
+ * through box_fswalk_remove: any depth, mode, width and file type.
+ */
+static int remove_session_files(struct box_sandbox_ctx *s, struct box_err *err)
 {
 	int d = open(s->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	int sd, r;
+	int sd, r = 0;
 
 	if (d < 0)
-		return box_err_sys(err, "cannot open %s", s->dir);
+		return errno == ENOENT ? 0 : box_err_sys(err, "cannot open %s", s->dir);
 	sd = openat(d, s->id, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
-	if (sd < 0) {
-		close(d);
+	close(d);
+	if (sd < 0)
 		return errno == ENOENT ? 0 : box_err_sys(err, "cannot open %s", s->sdir);
+	/* a few passes: what is removed cannot come back, but a name read after a removal
+	 * may be missed by the stream */
+	for (int pass = 0, left = 1; left && pass < 4 && r == 0; pass++) {
+		int fd = dup(sd);
+		DIR *dir = fd >= 0 ? fdopendir(fd) : NULL;
+		struct dirent *de;
+
+		if (!dir) {
+			if (fd >= 0)
+				close(fd);
+			r = box_err_sys(err, "cannot read %s", s->sdir);
+			break;
+		}
+		left = 0;
+		while (r == 0 && (de = readdir(dir))) {
+			if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, "..") ||
+			    !strcmp(de->d_name, "state.json"))
+				continue;
+			left = 1;
+			r = box_fswalk_remove(sd, de->d_name, err);
+		}
+		closedir(dir);
 	}
-	r = box_sbcopy_empty_dir(sd, err);
 	close(sd);
-	if (r == 0 && unlinkat(d, s->id, AT_REMOVEDIR) < 0 && errno != ENOENT)
-		r = box_err_sys(err, "cannot remove %s", s->sdir);
+	return r;
+}
+
+/* Removes dir/<id> whole, record included: a leftover of a session that has no record. */
+static int remove_session_dir(struct box_sandbox_ctx *s, struct box_err *err)
+{
+	int d = open(s->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC), r;
+
+	if (d < 0)
+		return errno == ENOENT ? 0 : box_err_sys(err, "cannot open %s", s->dir);
+	r = box_fswalk_remove(d, s->id, err);
 	close(d);
 	return r;
+}
+
+/* A leftover tree of the id with no record (a delete that failed before this code, a crash
+ * between the two): removed under the lock before a new record is written, so that a new
+ * session never inherits an old workspace. A record that exists is left for the conflict. */
+static int remove_leftover(struct box_sandbox_ctx *s, struct box_err *err)
+{
+	char p[PATH_MAX];
+	struct stat sb;
+
+	if (box_fmt(p, sizeof(p), "%s/state.json", s->sdir) < 0)
+		return box_err_set(err, BOX_E_INVALID, "session path too long");
+	if (lstat(p, &sb) == 0)
+		return 0;
+	if (remove_session_dir(s, err) < 0) {
+		char why[sizeof(err->message)];
+
+		snprintf(why, sizeof(why), "%s", err->message);
+		box_err_set(err, err->code, "cannot remove what is left of an earlier session %s: "
+			    "%.800s", s->id, why);
+		return -1;
+	}
+	return 0;
+}
+
+/* Tree first, then the record: 0, or -1 with err and the session kept. */
+static int delete_session(struct box_sandbox_ctx *s, struct box_err *err)
+{
+	if (remove_session_files(s, err) < 0) {
+		char why[sizeof(err->message)];
+
+		snprintf(why, sizeof(why), "%s", err->message);
+		box_err_set(err, err->code, "cannot remove the files of session %s: %.800s; the "
+			    "session is kept: delete it again", s->id, why);
+		return -1;
+	}
+	return box_sbstate_delete(s->dir, s->id, err);
 }
 
 /* The record of a new session from the request, checked by its provider first: nothing is
@@ -532,7 +606,8 @@ static int create_session(struct box_sandbox_ctx *s, struct box_err *err)
 		return -1;
 	s->p = provider_of(provider);
 	box_sbstate_release(&s->rec);
-	if (new_record(s, provider, err) < 0 || box_sbstate_create(s->dir, &s->rec, err) < 0)
+	if (new_record(s, provider, err) < 0 || remove_leftover(s, err) < 0 ||
+	    box_sbstate_create(s->dir, &s->rec, err) < 0)
 		return -1;
 	s->have_rec = 1;
 	if (start(s, s->req, err) < 0)
@@ -550,8 +625,7 @@ undo:
 
 		box_err_init(&e2);
 		(void)s->p->stop(&s->ps, &e2);
-		(void)box_sbstate_delete(s->dir, s->id, &e2);
-		(void)remove_session_dir(s, &e2);
+		(void)delete_session(s, &e2);
 		s->have_rec = 0;
 	}
 	return -1;
@@ -881,7 +955,7 @@ static cJSON *op_delete(struct box_sandbox_ctx *s, struct box_err *err)
 	if (s->p->stop(&s->ps, err) < 0 && err->code != BOX_E_NOT_FOUND)
 		return NULL;
 	box_err_init(err);
-	if (box_sbstate_delete(s->dir, s->id, err) < 0 || remove_session_dir(s, err) < 0)
+	if (delete_session(s, err) < 0)
 		return NULL;
 	o = result_of(s, NULL);
 	cJSON_AddTrueToObject(o, "deleted");

@@ -148,6 +148,10 @@ cJSON *box_sbexec_to_json(const struct box_sbexec_result *r)
 		 cJSON_AddNullToObject(o, "resource_limit"));
 	if (r->limits_enforced_by[0])
 		bad |= !cJSON_AddStringToObject(o, "limits_enforced_by", r->limits_enforced_by);
+	if (r->disk_limit[0])
+		bad |= !cJSON_AddStringToObject(o, "disk_limit", r->disk_limit);
+	if (r->disk_unmeasured[0])
+		bad |= !cJSON_AddStringToObject(o, "disk_unmeasured", r->disk_unmeasured);
 	if (r->lossy)
 		bad |= !cJSON_AddBoolToObject(o, "lossy", 1);
 	/* a listing that failed lists nothing: never a part of /output as if it were all */

@@ -56,6 +56,9 @@ struct box_sbexec_result {
 	enum box_sbexec_limit limit;
 	char limit_name[BOX_SBEXEC_NAME_MAX];  /* of BOX_SBEXEC_LIMIT_OTHER */
 	char limits_enforced_by[16];    /* "cgroup", "rlimit"; "": not rendered */
+	char disk_limit[16];            /* what holds disk_bytes: "walk"; "": not rendered */
+	char disk_unmeasured[200];      /* why a look at the disk could not finish (the exec
+					 * then counts as over the limit); "": not rendered */
 	cJSON *outputs;                 /* array of {"path","size","sha256"}; NULL: [] */
 	struct box_err output_error;    /* why /output could not be listed (code BOX_OK: it
 					 * could); then outputs are rendered as [] */
@@ -114,8 +117,9 @@ void box_sbexec_judge(const struct box_sbexec_result *r, const struct box_sbexec
 
 /* The result as JSON: exit_code, signal, stdout, stderr, truncated, total_lines,
  * full_output_path and full_output_truncated (when set), duration_ms, resource_limit,
- * limits_enforced_by, lossy (when true), outputs ([] when output_error is set), output_error
- * (when set), then the extra members. NULL on OOM. */
+ * limits_enforced_by, disk_limit and disk_unmeasured (when set), lossy (when true), outputs
+ * ([] when output_error is set), output_error (when set), then the extra members. NULL on
+ * OOM. */
 cJSON *box_sbexec_to_json(const struct box_sbexec_result *r);
 
 /*

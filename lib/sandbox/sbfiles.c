@@ -11,6 +11,7 @@
 
 #include "boxarchive.h"
 #include "buf.h"
+#include "fswalk.h"
 #include "json.h"
 #include "sbcopy.h"
 #include "sbfiles.h"
@@ -426,8 +427,8 @@ int box_sbfiles_snapshot(int srcdirfd, int snapdirfd, char digest[BOX_SBFILES_DI
 	if (fd < 0)
 		return box_err_set(err, BOX_E_IO, "create a snapshot file: %d names taken",
 				   TMP_TRIES);
-	if (box_archive_pack_ex(srcdirfd, fd, BOX_ARCHIVE_SYMLINKS | BOX_ARCHIVE_FAST, &ast,
-				err) < 0)
+	if (box_archive_pack_ex(srcdirfd, fd, BOX_ARCHIVE_SYMLINKS | BOX_ARCHIVE_ANY_LINKS |
+				BOX_ARCHIVE_SKIP_SPECIAL | BOX_ARCHIVE_FAST, &ast, err) < 0)
 		goto fail;
 	if (ast.bytes > BOX_ARCHIVE_MAX_BYTES) {
 		box_err_limit(err, BOX_E_LIMIT, "bytes", BOX_ARCHIVE_MAX_BYTES, "bytes",
@@ -469,6 +470,7 @@ int box_sbfiles_snapshot(int srcdirfd, int snapdirfd, char digest[BOX_SBFILES_DI
 		st->bytes = ast.bytes;
 		st->archive_bytes = size;
 		st->existed = existed;
+		st->skipped = ast.skipped;
 	}
 	return 0;
 fail:
@@ -590,11 +592,11 @@ static int swap_in(int parentfd, const char *tmp, const char *name, char *old, s
 }
 
 int box_sbfiles_restore(int snapdirfd, const char *digest, int parentfd, const char *name,
-			struct box_err *err)
+			int64_t max_bytes, struct box_err *err)
 {
 	struct box_archive_limits lim = {
-		BOX_ARCHIVE_MAX_BYTES, BOX_ARCHIVE_MAX_ENTRIES, BOX_ARCHIVE_MAX_PATH,
-		BOX_ARCHIVE_MAX_DEPTH,
+		max_bytes > 0 && max_bytes < BOX_ARCHIVE_MAX_BYTES ? max_bytes : BOX_ARCHIVE_MAX_BYTES,
+		BOX_ARCHIVE_MAX_ENTRIES, BOX_ARCHIVE_MAX_PATH, BOX_ARCHIVE_MAX_DEPTH,
 	};
 	struct box_err ignored;
 	char hex[BOX_SHA256_HEX_LEN + 1], tmp[64], old[64];
@@ -629,8 +631,15 @@ int box_sbfiles_restore(int snapdirfd, const char *digest, int parentfd, const c
 		box_err_sys(err, "cannot open the directory to restore into");
 		goto fail;
 	}
-	if (box_archive_extract_ex(fd, dfd, &lim, BOX_ARCHIVE_SYMLINKS, NULL, err) < 0)
+	if (box_archive_extract_ex(fd, dfd, &lim, BOX_ARCHIVE_SYMLINKS | BOX_ARCHIVE_ANY_LINKS,
+				   NULL, err) < 0) {
+		if (err->code == BOX_E_LIMIT && !strcmp(err->limit, "bytes") && max_bytes > 0 &&
+		    max_bytes == lim.max_bytes)
+			box_err_limit(err, BOX_E_LIMIT, "disk", max_bytes, "bytes", "snapshot %s "
+				      "holds more than the %lld bytes allowed; nothing was replaced",
+				      digest, (long long)max_bytes);
 		goto fail;
+	}
 	if (fstat(fd, &after) < 0) {
 		box_err_sys(err, "cannot stat snapshot %s", digest);
 		goto fail;
@@ -649,14 +658,17 @@ int box_sbfiles_restore(int snapdirfd, const char *digest, int parentfd, const c
 	if (swap_in(parentfd, tmp, name, old, sizeof(old), err) < 0)
 		goto fail;
 	close(fd);
-	if (*old)
-		box_archive_remove_tree(parentfd, old, &ignored);
+	if (*old && box_fswalk_remove(parentfd, old, &ignored) < 0) {
+		box_err_set(err, BOX_E_IO, "the snapshot is in place, but the old tree (%s) could "
+			    "not be removed: %.600s", old, ignored.message);
+		return -1;
+	}
 	return fsync_dir(parentfd, err);
 fail:
 	if (dfd >= 0)
 		close(dfd);
 	close(fd);
 	if (made)
-		box_archive_remove_tree(parentfd, tmp, &ignored);
+		box_fswalk_remove(parentfd, tmp, &ignored);
 	return -1;
 }

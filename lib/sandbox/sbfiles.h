@@ -53,19 +53,21 @@ struct box_sbfiles_stats {
 	int64_t bytes;          /* file content bytes */
 	int64_t archive_bytes;  /* size of the .tar.gz */
 	int existed;            /* snapshot: an identical snapshot was already there */
+	int64_t skipped;        /* snapshot: devices, FIFOs and sockets left out */
 };
 
 /*
- * Packs the tree under srcdirfd with box_archive_pack_ex(BOX_ARCHIVE_SYMLINKS) (reproducible:
- * the same tree gives the same bytes; symlinks whose target stays inside the tree are kept as
- * symlinks, never followed) into snapdirfd as "<hex>.tar.gz", named by the SHA-256 of the
+ * Packs the tree under srcdirfd with box_archive_pack_ex(BOX_ARCHIVE_SYMLINKS |
+ * BOX_ARCHIVE_ANY_LINKS | BOX_ARCHIVE_SKIP_SPECIAL) (reproducible: the same tree gives the same
+ * bytes; every symlink is kept as a symlink, its target as it is, never followed; devices,
+ * FIFOs and sockets are left out and counted in st->skipped) into snapdirfd as "<hex>.tar.gz", named by the SHA-256 of the
  * archive bytes, and writes "sha256:<hex>" to digest. The archive is written to a temporary
  * file in snapdirfd,
  * fsynced and renamed in place (RENAME_NOREPLACE), then snapdirfd is fsynced; an existing
  * snapshot of that name is kept as it is (st->existed = 1). st may be NULL.
  * Returns 0, or -1 with err set: the errors of box_archive_pack_ex() (policy_denied for a
- * symlink that is absolute or leads out of the tree, err->path naming it; invalid_request for a
- * FIFO, socket or device in the tree; limit_exceeded for its caps), limit_exceeded with limit
+ * symlink target over BOX_ARCHIVE_MAX_LINK bytes, err->path naming it; limit_exceeded for its
+ * caps), limit_exceeded with limit
  * "bytes" when the content is over BOX_ARCHIVE_MAX_BYTES (it could not be restored), io_error.
  * Nothing is left in snapdirfd on failure.
  */
@@ -77,21 +79,22 @@ int box_sbfiles_snapshot(int srcdirfd, int snapdirfd, char digest[BOX_SBFILES_DI
  * digest ("sha256:<64 lowercase hex>") found in snapdirfd.
  * The archive's SHA-256 is checked before anything is extracted, and the file must not change
  * (size, times, inode) until the extraction ends. It is then extracted with
- * box_archive_extract_ex(BOX_ARCHIVE_SYMLINKS) (symlinks only with a contained target, never
- * written through; no hard links, devices, FIFOs or set-id bits; caps: BOX_ARCHIVE_MAX_BYTES
- * of content, BOX_ARCHIVE_MAX_ENTRIES entries, path and depth caps; no compression-ratio cap,
+ * box_archive_extract_ex(BOX_ARCHIVE_SYMLINKS | BOX_ARCHIVE_ANY_LINKS) (symlinks as they
+ * were, never written through; no hard links, devices, FIFOs or set-id bits; caps: max_bytes
+ * of content (0 or above BOX_ARCHIVE_MAX_BYTES: BOX_ARCHIVE_MAX_BYTES; a snapshot over a
+ * positive max_bytes is limit_exceeded with limit "disk" and configured max_bytes), BOX_ARCHIVE_MAX_ENTRIES entries, path and depth caps; no compression-ratio cap,
  * the digest vouching for a snapshot box made) into a fresh temporary directory in parentfd,
  * which then takes name's place in one renameat2(RENAME_EXCHANGE) (rename the old away, the
  * new in, where the file system lacks it); the old tree is then removed. A failure before that
  * leaves parentfd/name untouched and no temporary directory behind. A failure to remove the
- * old tree after the swap is not reported (it may stay under a ".sbrestore-*.tmp" or
- * ".sbold-*.tmp" name in parentfd).
+ * old tree after the swap is io_error (the new tree is in place; the old one stays under a
+ * ".sbrestore-*.tmp" or ".sbold-*.tmp" name in parentfd).
  * The restored root directory has mode 0755.
  * Returns 0, or -1 with err set: invalid_request (bad digest or name), not_found (no such
  * snapshot), integrity_failed (digest mismatch, the file changed, an archive the extractor
  * refuses), limit_exceeded (a cap), io_error.
  */
 int box_sbfiles_restore(int snapdirfd, const char *digest, int parentfd, const char *name,
-			struct box_err *err);
+			int64_t max_bytes, struct box_err *err);
 
 #endif

@@ -12,6 +12,7 @@
 #include <archive_entry.h>
 
 #include "boxarchive.h"
+#include "fswalk.h"
 #include "sha256.h"
 #include "tap.h"
 #include "banned.h"
@@ -325,7 +326,7 @@ static void drop_dest(int destfd)
 	if (destfd >= 0)
 		close(destfd);
 	box_err_init(&err);
-	if (box_archive_remove_tree(topfd, "dest", &err) < 0)
+	if (box_fswalk_remove(topfd, "dest", &err) < 0)
 		printf("# remove_tree: %s\n", err.message);
 }
 
@@ -351,7 +352,7 @@ static void refused(const char *label, const char *name, const struct box_archiv
 	ok(destfd >= 0 && tree_is_safe(destfd, 0), "%s: dest holds only 0644/0755 files and dirs",
 	   label);
 	drop_dest(destfd);
-	ok(!exists(topfd, "dest"), "%s: dest removed by box_archive_remove_tree", label);
+	ok(!exists(topfd, "dest"), "%s: dest removed by box_fswalk_remove", label);
 	ok(top_is_clean(), "%s: nothing outside dest changed", label);
 }
 
@@ -1200,7 +1201,7 @@ static void test_pack_refusals(void)
 		struct box_err e2;
 
 		box_err_init(&e2);
-		is_int(box_archive_remove_tree(topfd, "bad", &e2), 0, "remove a 66-deep tree");
+		is_int(box_fswalk_remove(topfd, "bad", &e2), 0, "remove a 66-deep tree");
 		ok(!exists(topfd, "bad"), "  gone");
 	}
 	/* 10,001 entries */
@@ -1230,7 +1231,7 @@ static void test_pack_refusals(void)
 		unlinkat(fd, "00000", 0);
 		is_int(box_archive_tree_digest(fd, dx, &e2), 0, "  10,000 are fine");
 		close(fd);
-		is_int(box_archive_remove_tree(topfd, "wide", &e2), 0, "remove 10,000 files");
+		is_int(box_fswalk_remove(topfd, "wide", &e2), 0, "remove 10,000 files");
 	}
 }
 
@@ -1255,19 +1256,19 @@ static void test_remove(void)
 	ok(symlinkat("../keep", fd, "link-dir") == 0, "symlink to a directory outside");
 	ok(symlinkat("../keep/precious", fd, "link-file") == 0, "symlink to a file outside");
 	close(fd);
-	is_int(box_archive_remove_tree(topfd, "rm", &err), 0, "remove_tree");
+	is_int(box_fswalk_remove(topfd, "rm", &err), 0, "remove_tree");
 	ok(!exists(topfd, "rm"), "  tree gone, read-only dir included");
 	ok(get(topfd, "keep/precious", buf, sizeof(buf)) == 13, "  symlink targets untouched");
-	is_int(box_archive_remove_tree(topfd, "rm", &err), 0, "missing name is fine");
-	is_int(box_archive_remove_tree(topfd, "keep/precious", &err), -1, "a path is refused");
+	is_int(box_fswalk_remove(topfd, "rm", &err), 0, "missing name is fine");
+	is_int(box_fswalk_remove(topfd, "keep/precious", &err), -1, "a path is refused");
 	is_int(err.code, BOX_E_INVALID, "  invalid_request");
-	is_int(box_archive_remove_tree(topfd, "..", &err), -1, ".. is refused");
-	is_int(box_archive_remove_tree(topfd, "", &err), -1, "empty is refused");
+	is_int(box_fswalk_remove(topfd, "..", &err), -1, ".. is refused");
+	is_int(box_fswalk_remove(topfd, "", &err), -1, "empty is refused");
 	ok(exists(topfd, "keep/precious"), "  nothing removed by the refusals");
 	ok(symlinkat("keep", topfd, "lnk") == 0, "top-level symlink");
-	is_int(box_archive_remove_tree(topfd, "lnk", &err), 0, "  removed");
+	is_int(box_fswalk_remove(topfd, "lnk", &err), 0, "  removed");
 	ok(!exists(topfd, "lnk") && exists(topfd, "keep/precious"), "  not followed");
-	is_int(box_archive_remove_tree(topfd, "keep", &err), 0, "cleanup");
+	is_int(box_fswalk_remove(topfd, "keep", &err), 0, "cleanup");
 }
 
 static void test_default_limits(void)
@@ -1423,8 +1424,8 @@ static void test_links_pack(void)
 	is_int(err.code, BOX_E_INVALID, "  invalid_request");
 	ok(strstr(err.message, "a symlink") != NULL, "  as a symlink");
 	box_err_init(&err);
-	is_int(box_archive_remove_tree(topfd, "lsrc", &err), 0, "links: cleanup");
-	is_int(box_archive_remove_tree(topfd, "lcopy", &err), 0, "  cleanup");
+	is_int(box_fswalk_remove(topfd, "lsrc", &err), 0, "links: cleanup");
+	is_int(box_fswalk_remove(topfd, "lcopy", &err), 0, "  cleanup");
 	refused("links: plain extract of a pack_ex archive", "l1.tgz", NULL, BOX_E_INTEGRITY,
 		"symlinks are refused");
 }
@@ -1476,7 +1477,7 @@ static void test_links_pack_refusals(void)
 	close(ofd);
 	close(fd);
 	box_err_init(&err);
-	is_int(box_archive_remove_tree(topfd, "lbad", &err), 0, "links: cleanup");
+	is_int(box_fswalk_remove(topfd, "lbad", &err), 0, "links: cleanup");
 	xflags = 0;
 }
 
@@ -1676,7 +1677,7 @@ int main(void)
 		parent = open(top, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 		*slash = '/';
 		box_err_init(&err);
-		fd = parent >= 0 ? box_archive_remove_tree(parent, slash + 1, &err) : -1;
+		fd = parent >= 0 ? box_fswalk_remove(parent, slash + 1, &err) : -1;
 		if (parent >= 0)
 			close(parent);
 		close(topfd);

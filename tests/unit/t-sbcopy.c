@@ -6,6 +6,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "fswalk.h"
 #include "sbcopy.h"
 #include "tap.h"
 #include "banned.h"
@@ -299,7 +300,7 @@ static void test_empty_dir(void)
 
 	pathfd = openat(topfd, "out", O_PATH | O_DIRECTORY | O_CLOEXEC);
 	box_err_init(&err);
-	r = box_sbcopy_empty_dir(pathfd, &err);
+	r = box_fswalk_empty(pathfd, &err);
 	if (!is_int(r, 0, "empty_dir succeeds (O_PATH fd, a mode-0 subdirectory)"))
 		printf("# %s\n", err.message);
 	close(pathfd);
@@ -309,11 +310,11 @@ static void test_empty_dir(void)
 	is_int(count_entries(topfd, "keep"), 1, "a linked directory's contents stay");
 
 	o = opendir_at(topfd, "out");
-	r = box_sbcopy_empty_dir(o, &err);
+	r = box_fswalk_empty(o, &err);
 	is_int(r, 0, "emptying an empty directory succeeds");
 	close(o);
 
-	/* deeper than the ceiling */
+	/* deeper than the copy's ceiling: removal has none */
 	mkdir_in(topfd, "deep", 0755);
 	o = opendir_at(topfd, "deep");
 	for (int i = 0; i < BOX_SBCOPY_DEPTH_CEILING + 2; i++) {
@@ -324,9 +325,9 @@ static void test_empty_dir(void)
 	}
 	close(o);
 	o = opendir_at(topfd, "deep");
-	r = box_sbcopy_empty_dir(o, &err);
-	ok(r == -1 && err.code == BOX_E_LIMIT, "a tree deeper than the ceiling is limit_exceeded");
-	is_str(err.limit, "depth", "... naming depth");
+	r = box_fswalk_empty(o, &err);
+	ok(r == 0 && count_entries(topfd, "deep") == 0, "a tree deeper than the copy's ceiling "
+	   "is emptied");
 	close(o);
 }
 
@@ -352,7 +353,7 @@ static int empty_locked_tree(int dfd)
 	fchmodat(o, "ro", 0555, 0);
 	if (openat(o, "zero/f", O_RDONLY | O_CLOEXEC) >= 0 && geteuid() != 0)
 		return 11;
-	if (box_sbcopy_empty_dir(o, &err) < 0) {
+	if (box_fswalk_empty(o, &err) < 0) {
 		printf("# %s\n", err.message);
 		return 12;
 	}
@@ -393,9 +394,9 @@ static void test_empty_dir_unprivileged(void)
 
 static void test_usage(void)
 {
+	struct box_fswalk_usage u;
 	struct box_err err;
 	char big[10000];
-	int64_t u;
 	int w, fd;
 
 	mkdir_in(topfd, "ws", 0755);
@@ -403,25 +404,26 @@ static void test_usage(void)
 	memset(big, 'x', sizeof(big) - 1);
 	big[sizeof(big) - 1] = 0;
 	put(w, "f", big, 0644);
-	fd = openat(w, "sparse", O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
-	ok(fd >= 0 && ftruncate(fd, 1 << 20) == 0, "made a sparse file");
-	close(fd);
 	fd = openat(topfd, "huge-outside", O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
-	ok(fd >= 0 && ftruncate(fd, 64 << 20) == 0, "made a large file outside");
+	ok(fd >= 0 && posix_fallocate(fd, 0, 8 << 20) == 0, "made a large file outside");
 	close(fd);
 	symlinkat("../huge-outside", w, "link");
 
 	box_err_init(&err);
-	u = box_sbcopy_usage(w, 0, &err);
-	ok(u >= 9999 + (1 << 20), "usage counts content and sparse files at their size (%lld)",
-	   (long long)u);
-	ok(u < 64 << 20, "usage does not follow links");
-	u = box_sbcopy_usage(w, 3, &err);
-	ok(u >= 9999 + (1 << 20), "max_entries equal to the entries passes");
-	u = box_sbcopy_usage(w, 2, &err);
-	ok(u == -1 && err.code == BOX_E_LIMIT, "one entry too many is limit_exceeded");
+	box_fswalk_usage_init(&u, 0, 0);
+	ok(box_fswalk_usage_add(&u, w, &err) == 0 && u.bytes >= 9999,
+	   "usage counts content (%lld)", (long long)u.bytes);
+	ok(u.bytes < 8 << 20, "usage does not follow links");
+	box_fswalk_usage_release(&u);
+	box_fswalk_usage_init(&u, 2, 0);
+	ok(box_fswalk_usage_add(&u, w, &err) == 0, "max_entries equal to the entries passes");
+	box_fswalk_usage_release(&u);
+	box_fswalk_usage_init(&u, 1, 0);
+	ok(box_fswalk_usage_add(&u, w, &err) == -1 && err.code == BOX_E_LIMIT && !u.complete,
+	   "one entry too many is limit_exceeded");
 	is_str(err.limit, "entries", "... naming entries");
-	is_int(err.configured, 2, "... with the configured cap");
+	is_int(err.configured, 1, "... with the configured cap");
+	box_fswalk_usage_release(&u);
 	close(w);
 }
 

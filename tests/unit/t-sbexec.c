@@ -130,6 +130,8 @@ static void test_render(void)
 	r.duration_ms = 7;
 	r.limit = BOX_SBEXEC_LIMIT_MEMORY;
 	box_fmt(r.limits_enforced_by, sizeof(r.limits_enforced_by), "cgroup");
+	box_fmt(r.disk_limit, sizeof(r.disk_limit), "walk");
+	box_fmt(r.disk_unmeasured, sizeof(r.disk_unmeasured), "too many entries");
 	r.full_output_path = strdup("/x/logs/exec-1.log");
 	r.truncated = 1;
 	o = box_sbexec_to_json(&r);
@@ -146,6 +148,9 @@ static void test_render(void)
 	       "limits_enforced_by is rendered");
 	is_str(box_json_get_str(o, "full_output_path", ""), "/x/logs/exec-1.log",
 	       "full_output_path is rendered");
+	is_str(box_json_get_str(o, "disk_limit", ""), "walk", "disk_limit is rendered");
+	is_str(box_json_get_str(o, "disk_unmeasured", ""), "too many entries",
+	       "disk_unmeasured is rendered");
 	ok(box_json_get_bool(o, "lossy", 0) && box_json_get_bool(o, "truncated", 0),
 	   "lossy and truncated are rendered");
 	cJSON_Delete(o);

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/nsfs.h>
 #include <net/if.h>
 #include <sys/ioctl.h>
 #include <sys/mount.h>
@@ -29,6 +30,7 @@
 #include "buf.h"
 #include "confine.h"
 #include "credenv.h"
+#include "fswalk.h"
 #include "ipc.h"
 #include "json.h"
 #include "nsroles.h"
@@ -377,6 +379,122 @@ static int signal_tree(const struct box_nsbox_inst *i, int sig, struct box_err *
 	return 0;
 }
 
+/* ------------------------------------------------------------------ disk */
+
+#define HELD_MAX_FDS 65536   /* descriptors looked at in one pass over the processes */
+
+/* 1 when pid's pid namespace is ns or one below it (an exec's command has its own, under the
+ * holder's): climbed with NS_GET_PARENT, at most 32 levels as the kernel allows. */
+static int in_ns_below(long pid, const struct stat *ns)
+{
+	char p[64];
+	int fd, depth;
+
+	box_fmt(p, sizeof(p), "/proc/%ld/ns/pid", pid);
+	fd = open(p, O_RDONLY | O_CLOEXEC);
+	for (depth = 0; fd >= 0 && depth < 33; depth++) {
+		struct stat sb;
+		int up;
+
+		if (fstat(fd, &sb) == 0 && sb.st_ino == ns->st_ino && sb.st_dev == ns->st_dev) {
+			close(fd);
+			return 1;
+		}
+		up = ioctl(fd, NS_GET_PARENT);
+		close(fd);
+		fd = up;
+	}
+	if (fd >= 0)
+		close(fd);
+	return 0;
+}
+
+/* Regular files on devs[0..ndev) held open, unlinked, by processes in holder's pid
+ * namespace or below: a guest can write as much as it likes to a file it unlinked at once. */
+static void count_held(struct box_fswalk_usage *u, pid_t holder, const dev_t *devs,
+		       size_t ndev)
+{
+	struct stat ns, sb;
+	char p[64];
+	struct dirent *e;
+	size_t seen = 0, fds = 0;
+	DIR *d;
+
+	box_fmt(p, sizeof(p), "/proc/%ld/ns/pid", (long)holder);
+	if (stat(p, &ns) < 0 || stat("/proc/self/ns/pid", &sb) < 0)
+		return;
+	/* a holder pid reused by a host process: the host's files are not the session's */
+	if (ns.st_ino == sb.st_ino && ns.st_dev == sb.st_dev)
+		return;
+	if (!(d = opendir("/proc")))
+		return;
+	while ((e = readdir(d)) && seen++ < TREE_MAX && fds < HELD_MAX_FDS) {
+		long v = strtol(e->d_name, NULL, 10);
+		struct dirent *f;
+		DIR *fd_dir;
+		int dfd;
+
+		if (v <= 0 || !in_ns_below(v, &ns))
+			continue;
+		box_fmt(p, sizeof(p), "/proc/%ld/fd", v);
+		dfd = open(p, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		if (dfd < 0 || !(fd_dir = fdopendir(dfd))) {
+			if (dfd >= 0)
+				close(dfd);
+			continue;
+		}
+		while ((f = readdir(fd_dir)) && fds++ < HELD_MAX_FDS) {
+			size_t k;
+
+			if (f->d_name[0] == '.' || fstatat(dirfd(fd_dir), f->d_name, &sb, 0) < 0 ||
+			    !S_ISREG(sb.st_mode) || sb.st_nlink != 0)
+				continue;
+			for (k = 0; k < ndev && devs[k] != sb.st_dev; k++)
+				;
+			if (k < ndev)
+				box_fswalk_usage_count(u, &sb);
+		}
+		closedir(fd_dir);
+	}
+	closedir(d);
+}
+
+int64_t box_nsbox_disk_used(const char *sdir, pid_t holder, int64_t deadline_ms,
+			    struct box_err *err)
+{
+	static const char *const dirs[] = { "workspace", "output", "input" };
+	struct box_fswalk_usage u;
+	dev_t devs[3];
+	size_t ndev = 0;
+	int64_t r;
+
+	box_fswalk_usage_init(&u, 0, deadline_ms);
+	for (size_t k = 0; k < sizeof(dirs) / sizeof(dirs[0]) && u.complete; k++) {
+		char p[PATH_MAX];
+		struct stat sb;
+		int d;
+
+		box_fmt(p, sizeof(p), "%s/%s", sdir, dirs[k]);
+		d = open(p, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+		if (d < 0) {
+			if (errno == ENOENT)
+				continue;
+			box_err_sys(err, "cannot open %s to measure it", p);
+			u.complete = 0;
+			break;
+		}
+		if (fstat(d, &sb) == 0)
+			devs[ndev++] = sb.st_dev;
+		(void)box_fswalk_usage_add(&u, d, err);
+		close(d);
+	}
+	if (u.complete && holder > 0)
+		count_held(&u, holder, devs, ndev);
+	r = u.complete ? u.bytes : -1;
+	box_fswalk_usage_release(&u);
+	return r;
+}
+
 static int set_frozen(const struct box_nsbox_inst *i, const char *id, int frozen,
 		      struct box_err *err)
 {
@@ -651,14 +769,42 @@ static int local_configure(const cJSON *req, const char *provider, const char *l
 	return 0;
 }
 
+/* Host writes (write, --input, restore) count against disk_bytes together with what the
+ * session's files take already; files that cannot be measured refuse the write (fail closed). */
+static int host_room(const struct box_sbprov_session *s, int64_t n, struct box_err *err)
+{
+	int64_t disk = lim(s, "disk_bytes", BOX_SANDBOX_DEFAULT_DISK), used;
+	struct box_nsbox_inst i;
+	struct box_err e;
+
+	if (disk <= 0)
+		return 0;
+	inst_of(s, &i);
+	box_err_init(&e);
+	used = box_nsbox_disk_used(s->sdir, i.pid, box_now_ms() + BOX_NSBOX_DISK_WALK_MS, &e);
+	if (used < 0)
+		return box_err_limit(err, BOX_E_LIMIT, "disk", disk, "bytes", "the session's files "
+				     "cannot be measured, so nothing more is written: %.300s",
+				     e.message);
+	if (n > disk - used)
+		return box_err_limit(err, BOX_E_LIMIT, "disk", disk, "bytes", "%lld more bytes "
+				     "would pass disk_bytes (%lld of %lld bytes in use)", (long long)n,
+				     (long long)used, (long long)disk);
+	return 0;
+}
+
 /* --input: each file or directory copied into the session's input/ under its base name */
 static int copy_inputs(const struct box_sbprov_session *s, const cJSON *inputs,
 		       struct box_err *err)
 {
+	struct box_sbcopy_limits lim_in = { 0, 0, 0 };
 	char p[PATH_MAX];
 	const cJSON *e;
 	int d, idx = 0;
 
+	/* no copy goes much past disk_bytes before the measure below refuses it */
+	if (lim(s, "disk_bytes", BOX_SANDBOX_DEFAULT_DISK) < BOX_SBCOPY_MAX_BYTES)
+		lim_in.max_bytes = (uint64_t)lim(s, "disk_bytes", BOX_SANDBOX_DEFAULT_DISK) + 1;
 	box_fmt(p, sizeof(p), "%s/input", s->sdir);
 	if (mkdir(p, 0755) < 0 && errno != EEXIST)
 		return box_err_sys(err, "cannot create %s", p);
@@ -679,14 +825,19 @@ static int copy_inputs(const struct box_sbprov_session *s, const cJSON *inputs,
 			return -1;
 		}
 		memset(&st, 0, sizeof(st));
-		if (box_sbcopy_in(e->valuestring, d, base, NULL, &st, err) < 0) {
+		if (box_sbcopy_in(e->valuestring, d, base, &lim_in, &st, err) < 0) {
 			close(d);
+			if (err->code == BOX_E_LIMIT && !strcmp(err->limit, "bytes") &&
+			    lim_in.max_bytes)
+				box_err_limit(err, BOX_E_LIMIT, "disk", (int64_t)lim_in.max_bytes - 1,
+					      "bytes", "input '%.200s' is larger than disk_bytes",
+					      e->valuestring);
 			box_err_path(err, path);
 			return -1;
 		}
 	}
 	close(d);
-	return 0;
+	return host_room(s, 0, err);
 }
 
 /* The tool socket the keeper serves, when the session was granted tools. */
@@ -799,7 +950,7 @@ static int empty_output(const struct box_sbprov_session *s, struct box_err *err)
 	d = open(p, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
 	if (d < 0)
 		return box_err_sys(err, "cannot open %s", p);
-	r = box_sbcopy_empty_dir(d, err);
+	r = box_fswalk_empty(d, err);
 	close(d);
 	return r;
 }
@@ -968,6 +1119,11 @@ static cJSON *local_write(struct box_sbprov_session *s, const char *path, const 
 
 	if (open_target(s, path, 1, &ws, &rel, err) < 0)
 		return NULL;
+	if (host_room(s, (int64_t)n, err) < 0) {
+		box_err_path(err, "$.content");
+		box_ws_release(&ws);
+		return NULL;
+	}
 	if (box_ws_write(&ws, rel, data, n, 0, err) < 0) {
 		box_ws_release(&ws);
 		return NULL;
@@ -1021,10 +1177,16 @@ static cJSON *local_checkpoint(struct box_sbprov_session *s, struct box_err *err
 static int local_restore(struct box_sbprov_session *s, const char *from, const char *digest,
 			 struct box_err *err)
 {
-	char snaps[PATH_MAX];
-	const char *args[6] = { "restore", snaps, digest, s->sdir, "workspace", NULL };
+	char snaps[PATH_MAX], max[32];
+	const char *args[7] = { "restore", snaps, digest, s->sdir, "workspace", max, NULL };
+	int64_t disk = lim(s, "disk_bytes", BOX_SANDBOX_DEFAULT_DISK);
 	cJSON *res;
 
+	/* a snapshot whose files hold more than disk_bytes is refused before anything is
+	 * replaced (box-sbfiles extracts aside, then swaps) */
+	box_fmt(max, sizeof(max), "%lld", (long long)disk);
+	if (disk <= 0)
+		args[5] = NULL;
 	box_fmt(snaps, sizeof(snaps), "%s/%s/snapshots", s->dir, from);
 	res = run_sbfiles(s->libexec, args, err);
 	cJSON_Delete(res);

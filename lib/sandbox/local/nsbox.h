@@ -105,6 +105,19 @@ int box_nsbox_resume(const struct box_nsbox_inst *i, const char *id, struct box_
  * not an error. 0, or -1 with io_error. */
 int box_nsbox_stop(const struct box_nsbox_inst *i, const char *id, struct box_err *err);
 
+#define BOX_NSBOX_DISK_WALK_MS 10000   /* a look at the disk that takes longer fails closed */
+
+/*
+ * The bytes the session in sdir takes against disk_bytes: its /workspace, /output and /input
+ * walked (lib/core/fswalk.h: st_blocks, each inode once, bounded by BOX_DISK_WALK_MAX_ENTRIES and
+ * deadline_ms, 0: none), plus the regular files on the same file systems that processes of
+ * the instance whose holder is holder (0: none) hold open after unlinking them.
+ * Returns the total, or -1 with err when it could not be measured (a walk that did not
+ * finish: callers count that as over the limit).
+ */
+int64_t box_nsbox_disk_used(const char *sdir, pid_t holder, int64_t deadline_ms,
+			    struct box_err *err);
+
 /*
  * Runs one command in the instance (x->env is its whole environment): it joins the holder's namespaces through a pidfd (a
  * recycled pid is never joined), gets its own pid namespace under the sandbox's (so that

@@ -318,28 +318,21 @@ static void capture_add(struct capture *cap, int stream, const char *p, size_t n
 	cap->logged += (int64_t)n;
 }
 
-/* Bytes in /workspace and /output (box_sbcopy_usage: links not followed, bounded walk). */
-static int64_t disk_used(const struct box_nsbox_config *c)
+/* 1 when the session's files reach disk_bytes, or cannot be measured (the limit fails
+ * closed: a tree the walk cannot finish counts as over it, and why goes to r->disk_why). */
+static int disk_over(const struct box_nsbox_inst *i, const struct box_nsbox_config *c,
+		     char *why, size_t whyn)
 {
-	static const char *const dirs[] = { "workspace", "output" };
-	struct box_err ign;
-	int64_t used = 0;
-	size_t k;
+	struct box_err e;
+	int64_t used;
 
-	for (k = 0; k < 2; k++) {
-		char p[4096];
-		int d;
-
-		box_fmt(p, sizeof(p), "%s/%s", c->dir, dirs[k]);
-		d = open(p, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-		if (d >= 0) {
-			int64_t u = box_sbcopy_usage(d, 1000000, &ign);
-
-			used += u > 0 ? u : 0;
-			close(d);
-		}
+	box_err_init(&e);
+	used = box_nsbox_disk_used(c->dir, i->pid, box_now_ms() + BOX_NSBOX_DISK_WALK_MS, &e);
+	if (used < 0) {
+		box_fmt(why, whyn, "%s", e.message);
+		return 1;
 	}
-	return used;
+	return used >= c->disk_bytes;
 }
 
 static int is_exec_log(const struct dirent *de)
@@ -401,6 +394,7 @@ struct run {
 	struct capture cap;
 	int pidfd, have_status, nocg;
 	int64_t start, deadline, last_disk;
+	char disk_why[200];           /* why the disk could not be measured ("": it could) */
 	size_t status_got, in_off;
 	enum box_sbexec_limit seen;   /* what the host saw while the command ran */
 	pid_t c1;                     /* the chain's first process when not the keeper's */
@@ -542,7 +536,7 @@ static void run_watch(struct run *r)
 	}
 	if (!r->seen && r->c->disk_bytes > 0 && now - r->last_disk >= DISK_EVERY_MS) {
 		r->last_disk = now;
-		if (disk_used(r->c) >= r->c->disk_bytes)
+		if (disk_over(r->i, r->c, r->disk_why, sizeof(r->disk_why)))
 			r->seen = BOX_SBEXEC_LIMIT_DISK;
 	}
 	if (r->seen && r->f.ctl[1] >= 0) {
@@ -614,7 +608,7 @@ static int run_result(struct run *r, struct box_sbexec_result *res, struct box_e
 	facts.seen = r->seen;
 	/* a fast writer can fill the disk between two looks: look once more at the end */
 	facts.disk_full = r->seen == BOX_SBEXEC_LIMIT_NONE && r->c->disk_bytes > 0 &&
-			  disk_used(r->c) >= r->c->disk_bytes;
+			  disk_over(r->i, r->c, r->disk_why, sizeof(r->disk_why));
 	facts.exited = st->exited;
 	facts.code = st->code;
 	facts.sig = st->sig;
@@ -641,6 +635,9 @@ static int run_result(struct run *r, struct box_sbexec_result *res, struct box_e
 	res->duration_ms = box_now_ms() - r->start;
 	box_fmt(res->limits_enforced_by, sizeof(res->limits_enforced_by), "%s",
 		r->nocg ? "rlimit" : "cgroup");
+	if (r->c->disk_bytes > 0)
+		box_fmt(res->disk_limit, sizeof(res->disk_limit), "walk");
+	box_fmt(res->disk_unmeasured, sizeof(res->disk_unmeasured), "%s", r->disk_why);
 	return 0;
 }
 
