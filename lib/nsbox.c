@@ -1022,7 +1022,7 @@ static int keeper_tick(const void *ctx)
 	struct stat st;
 	char p[PATH_MAX];
 	int64_t idle_ms, since;
-	int lockfd;
+	int lockfd, runlockfd;
 	struct box_err e;
 
 	box_err_init(&e);
@@ -1033,9 +1033,16 @@ static int keeper_tick(const void *ctx)
 	since = (int64_t)(time(NULL) - st.st_mtime) * 1000;
 	if (since < idle_ms)
 		return (int)(idle_ms - since + 50 > 3600000 ? 3600000 : idle_ms - since + 50);
-	lockfd = box_sbstate_lock(s.dir, s.id, 0, &e);
-	if (lockfd < 0)
+	/* an exec holds the instance lock for its whole run: a session running a command is
+	 * not idle */
+	runlockfd = box_sbstate_lock_instance(s.dir, s.id, 0, &e);
+	if (runlockfd < 0)
 		return 1000;   /* an operation is running: look again soon */
+	lockfd = box_sbstate_lock(s.dir, s.id, 0, &e);
+	if (lockfd < 0) {
+		close(runlockfd);
+		return 1000;
+	}
 	box_sbstate_init(&rec);
 	s.rec = &rec;
 	if (box_sbstate_read(s.dir, s.id, &rec, &e) == 0 && rec.state == BOX_SB_RUNNING &&
@@ -1046,12 +1053,15 @@ static int keeper_tick(const void *ctx)
 	}
 	box_sbstate_release(&rec);
 	close(lockfd);
+	close(runlockfd);
 	return (int)(idle_ms > 3600000 ? 3600000 : idle_ms);
 }
 
-/* The keeper's tool socket: the tools granted at create, loaded once, answered one
- * connection at a time. Lua tools run in the box-run found in the keeper's environment,
- * which is that of the create or resume that started it. */
+/* The keeper's tool socket: the tools granted at create, loaded once in the keeper. Each
+ * call is answered in a child of its own, so that a slow tool never stalls the keeper (nor the
+ * next call); the call ends, its tool's process group killed, when its caller hangs up (the
+ * exec that made it ended) or the keeper dies. Lua tools run in the box-run found in the
+ * keeper's environment, which is that of the create or resume that started it. */
 static void keeper_serve(int fd, const void *ctx)
 {
 	static struct box_toolset *set;
@@ -1062,7 +1072,11 @@ static void keeper_serve(int fd, const void *ctx)
 	const char *path = box_json_get_str(pdata(s, "config"), "tools", NULL);
 	struct box_toolset none = { NULL, 0 };
 	struct box_err e;
+	pid_t keeper = getpid(), child;
+	int conn = accept4(fd, NULL, NULL, SOCK_CLOEXEC);
 
+	if (conn < 0)
+		return;
 	box_err_init(&e);
 	if (!tried) {
 		tried = 1;
@@ -1072,11 +1086,25 @@ static void keeper_serve(int fd, const void *ctx)
 	}
 	/* a set that failed to load (a store entry changed since create) is tried again at
 	 * the next call, and meanwhile every call gets the reason */
-	if (!set && path && !(set = box_tools_load(path, &e))) {
-		box_toolsrv_serve_error(fd, &e);
-		return;
+	if (!set && path)
+		set = box_tools_load(path, &e);
+	child = fork();
+	if (child == 0) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		if (getppid() != keeper)
+			_exit(0);
+		close(fd);
+		box_proc_cancel_on_hangup(conn);
+		box_toolsrv_serve_conn(conn, set ? set : &none, &o,
+				       !set && path ? &e : NULL);
+		_exit(0);
 	}
-	box_toolsrv_serve_one(fd, set ? set : &none, &o);
+	if (child < 0) {
+		box_err_sys(&e, "the keeper cannot fork for a tool call");
+		box_toolsrv_serve_conn(conn, NULL, NULL, &e);
+	} else {
+		close(conn);
+	}
 }
 
 const struct box_sbprov box_nsbox_provider = {

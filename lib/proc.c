@@ -304,6 +304,13 @@ static void finish(struct box_proc_child *p)
 
 enum run_end { RUN_DONE, RUN_TIMEOUT, RUN_FLOOD, RUN_FAIL };
 
+static int hangup_fd = -1;
+
+void box_proc_cancel_on_hangup(int fd)
+{
+	hangup_fd = fd;
+}
+
 static enum run_end pump(struct box_proc_child *p, const struct box_proc_opts *o, struct box_buf *out,
 			 struct tail *errt, size_t *errbytes, int timeout_ms, struct box_err *err)
 {
@@ -314,7 +321,7 @@ static enum run_end pump(struct box_proc_child *p, const struct box_proc_opts *o
 	int gone = 0;
 
 	for (;;) {
-		struct pollfd pf[4];
+		struct pollfd pf[5];
 		int64_t left = deadline - box_now_ms();
 		int n = 0, i, r, wait_ms;
 
@@ -338,6 +345,8 @@ static enum run_end pump(struct box_proc_child *p, const struct box_proc_opts *o
 			pf[n++] = (struct pollfd){ .fd = p->errfd, .events = POLLIN };
 		if (p->pidfd >= 0)
 			pf[n++] = (struct pollfd){ .fd = p->pidfd, .events = POLLIN };
+		if (hangup_fd >= 0)
+			pf[n++] = (struct pollfd){ .fd = hangup_fd, .events = POLLRDHUP };
 		wait_ms = p->pidfd >= 0 || gone ? (left > 1000 ? 1000 : (int)left) :
 			  (left < 50 ? (int)left : 50);
 		r = poll(pf, (nfds_t)n, wait_ms);
@@ -350,6 +359,8 @@ static enum run_end pump(struct box_proc_child *p, const struct box_proc_opts *o
 
 			if (!pf[i].revents || pf[i].fd == p->pidfd)
 				continue;
+			if (pf[i].fd == hangup_fd)
+				return RUN_TIMEOUT;   /* the client is gone: nobody waits for this */
 			if (pf[i].fd == p->in) {
 				k = send(p->in, in + off, inlen - off, MSG_NOSIGNAL | MSG_DONTWAIT);
 				if (k > 0)

@@ -47,6 +47,12 @@ struct box_proc_result {
 	int64_t duration_ms;
 };
 
+/* Ties every later box_proc_run of this process to a client: when the peer of the socket fd
+ * hangs up (it closed, or died), the run ends as if its timeout passed (the child's whole
+ * process group is killed, timed_out is set). For a process that serves one client, such as
+ * a tool call of a sandbox's keeper. -1: none (the default). */
+void box_proc_cancel_on_hangup(int fd);
+
 /* Frees r->out; *r stays usable for another box_proc_run. */
 void box_proc_result_release(struct box_proc_result *r);
 
