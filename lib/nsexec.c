@@ -224,7 +224,7 @@ void box_nsbox_c1_main(int pidfd, const int *nsfds, const struct box_nsbox_confi
 {
 	pid_t c2;
 
-	if (box_cg_join(join_cg, c->id, 0, &(struct box_err){ 0 }) < 0)
+	if (box_cg_join(join_cg, c->cgname, 0, &(struct box_err){ 0 }) < 0)
 		box_nsbox_fail_stage(f->status[1], BOX_NSBOX_ST_CGROUP);
 	if (box_nsbox_join(pidfd, nsfds) < 0)
 		box_nsbox_fail_stage(f->status[1], BOX_NSBOX_ST_SETNS);
@@ -445,7 +445,7 @@ static int run_spawn(struct run *r, struct box_err *err)
 	struct box_nsbox_exec_fds *f = &r->f;
 	int rc;
 
-	box_cg_counters(r->i->cg, r->c->id, &r->before);
+	box_cg_counters(r->i->cg, r->c->cgname, &r->before);
 	rc = box_nsbox_spawn_via_keeper(r->c, r->x, r->deadline, f, &r->ran, err);
 	close(r->pidfd);
 	r->pidfd = -1;
@@ -524,7 +524,7 @@ static void run_watch(struct run *r)
 	int64_t now = box_now_ms();
 
 	if (!r->seen && r->x->cpu_ms > 0 && !r->nocg) {
-		box_cg_counters(r->i->cg, r->c->id, &r->after);
+		box_cg_counters(r->i->cg, r->c->cgname, &r->after);
 		if (r->after.cpu_ns >= 0 && r->before.cpu_ns >= 0 &&
 		    (r->after.cpu_ns - r->before.cpu_ns) / 1000000 > r->x->cpu_ms)
 			r->seen = BOX_SBEXEC_LIMIT_CPU;
@@ -575,7 +575,7 @@ static int run_status(struct run *r, struct box_err *err)
 	if (!r->have_status) {
 		/* kill -1 inside reaches the supervisor too: what it left may still run, so the
 		 * instance ends, and the next operation replaces it from the kept workspace */
-		(void)box_nsbox_stop(r->i, r->c->id, &(struct box_err){ 0 });
+		(void)box_nsbox_stop(r->i, r->c->cgname, &(struct box_err){ 0 });
 		return box_err_set(err, BOX_E_GUEST, "the command killed its supervisor; the "
 				   "sandbox's processes were ended and the next operation restarts it");
 	}
@@ -598,7 +598,7 @@ static int run_result(struct run *r, struct box_sbexec_result *res, struct box_e
 	const struct box_nsbox_exec_status *st = &r->st;
 	const struct capture *cap = &r->cap;
 
-	box_cg_counters(r->i->cg, r->c->id, &r->after);
+	box_cg_counters(r->i->cg, r->c->cgname, &r->after);
 	facts.timed_out = st->timed_out;
 	facts.seen = r->seen;
 	/* a fast writer can fill the disk between two looks: look once more at the end */

@@ -402,7 +402,7 @@ static void keeper_join_groups(struct keeper *k, pid_t pid)
 	struct box_err err;
 
 	box_err_init(&err);
-	if (box_cg_join(k->cg, k->c->id, pid, &err) < 0) {
+	if (box_cg_join(k->cg, k->c->cgname, pid, &err) < 0) {
 		errno = EIO;
 		box_nsbox_die(k->rep, "cgroup", err.message);
 	}

@@ -87,6 +87,7 @@ struct box_sandbox_ctx {
 	cJSON *env;                    /* the session's --env resolved, for start */
 	const char **envv;             /* its strings, for ps.env */
 	int have_rec;
+	int corrupt;                   /* delete: a record there that cannot be read */
 	int lockfd;                    /* the record's lock */
 	int runlockfd;                 /* the instance lock (not for beside_exec operations) */
 	int created, resumed, replaced, init_ran;
@@ -860,10 +861,28 @@ static cJSON *op_status(struct box_sandbox_ctx *s, struct box_err *err)
 	return status_json(s, seen[obs]);
 }
 
+/* delete of a session whose record cannot be read (garbage, truncated, empty, of another
+ * shape or id): the instance its directory notes is ended, then its files go. */
+static cJSON *delete_corrupt(struct box_sandbox_ctx *s, struct box_err *err)
+{
+	cJSON *o;
+
+	if (s->p->stop_noted && s->p->stop_noted(&s->ps, err) < 0)
+		return NULL;
+	if (remove_session_dir(s, err) < 0)
+		return NULL;
+	o = result_of(s, NULL);
+	cJSON_AddTrueToObject(o, "deleted");
+	cJSON_AddTrueToObject(o, "record_unreadable");
+	return o;
+}
+
 static cJSON *op_delete(struct box_sandbox_ctx *s, struct box_err *err)
 {
 	cJSON *o;
 
+	if (s->corrupt)
+		return delete_corrupt(s, err);
 	if (need_rec(s, err) < 0)
 		return NULL;
 	if (s->p->stop(&s->ps, err) < 0 && err->code != BOX_E_NOT_FOUND)
@@ -1029,6 +1048,16 @@ static int session_of(struct box_sandbox_ctx *s, struct box_err *err)
 	return 0;
 }
 
+/* 1 when the session's directory holds something at state.json (readable or not). */
+static int record_exists(const struct box_sandbox_ctx *s)
+{
+	char rec[PATH_MAX + 16];
+	struct stat st;
+
+	box_fmt(rec, sizeof(rec), "%s/state.json", s->sdir);
+	return lstat(rec, &st) == 0;
+}
+
 /* The session's record under its lock: absent is no error here (the operation decides), a
  * record made by another provider than the request names is a conflict. */
 static int lock_and_load(struct box_sandbox_ctx *s, struct box_err *err)
@@ -1059,6 +1088,14 @@ static int lock_and_load(struct box_sandbox_ctx *s, struct box_err *err)
 	/* the provider a new session gets (create_session checks the name) */
 	s->p = provider_of(want ? want : "local");
 	if (box_sbstate_read(s->dir, s->id, &s->rec, err) < 0) {
+		/* a record that cannot be read can still be deleted (op_delete) */
+		if (err->code != BOX_E_NOT_FOUND && s->op->run == op_delete &&
+		    record_exists(s)) {
+			s->corrupt = 1;
+			box_err_init(err);
+			box_sbstate_release(&s->rec);
+			return 0;
+		}
 		if (err->code != BOX_E_NOT_FOUND)
 			return -1;
 		box_err_init(err);
