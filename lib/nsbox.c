@@ -462,6 +462,9 @@ static cJSON *run_sbfiles(const char *libexec, const char *const *args, struct b
 	o.envp = environ;
 	o.timeout_ms = HELPER_TIMEOUT_MS;
 	o.max_stdout = HELPER_OUT_MAX;
+	/* a box-sandbox killed mid-restore must not leave a box-sbfiles that swaps the tree
+	 * under the next operation */
+	o.die_with_parent = 1;
 	if (box_proc_run(&o, &r, err) < 0)
 		goto out;
 	if (r.timed_out) {
@@ -579,6 +582,7 @@ int box_nsbox_parse_mounts(const cJSON *arr, struct box_nsbox_mounts *ms, struct
 
 static int keeper_tick(const void *ctx);
 static void keeper_serve(int fd, const void *ctx);
+static int stop_noted(const char *sdir, struct box_err *err);
 
 static void config_of(const struct box_sbprov_session *s, struct box_nsbox_config *c,
 		      const struct box_nsbox_mounts *ms, char *tool_bin, size_t tn)
@@ -865,7 +869,10 @@ static int local_stop(struct box_sbprov_session *s, struct box_err *err)
 	struct box_nsbox_inst i;
 
 	inst_of(s, &i);
-	return box_nsbox_stop(&i, cg_of(s), err);
+	if (box_nsbox_stop(&i, cg_of(s), err) < 0)
+		return -1;
+	/* and a newer instance that a start killed half-way left unrecorded */
+	return stop_noted(s->sdir, err);
 }
 
 static void env_set(const char **envp, size_t *n, size_t max, const char *kv)

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -179,12 +180,15 @@ static int high(int fd)
 	return fcntl(fd, F_DUPFD_CLOEXEC, 3);
 }
 
-static void child_exec(const struct box_proc_opts *o, int in, int out, int errfd, int st)
+static void child_exec(const struct box_proc_opts *o, int in, int out, int errfd, int st,
+		       pid_t parent)
 {
 	sigset_t none;
 	int e, i;
 
 	setpgid(0, 0);
+	if (o->die_with_parent && (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid() != parent))
+		_exit(127);
 	st = high(st);
 	in = high(in);
 	out = high(out);
@@ -220,6 +224,7 @@ static void close_fd(int *fd)
 static int spawn(struct box_proc_child *p, const struct box_proc_opts *o, struct box_err *err)
 {
 	int sv[2], po[2] = { -1, -1 }, pe[2] = { -1, -1 }, ps[2] = { -1, -1 }, e = 0;
+	pid_t self;
 	ssize_t k;
 
 	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv))
@@ -230,13 +235,14 @@ static int spawn(struct box_proc_child *p, const struct box_proc_opts *o, struct
 		box_err_sys(err, "pipe");
 		goto fail;
 	}
+	self = getpid();
 	p->pid = fork();
 	if (p->pid < 0) {
 		box_err_sys(err, "fork");
 		goto fail;
 	}
 	if (p->pid == 0)
-		child_exec(o, sv[1], po[1], pe[1], ps[1]);
+		child_exec(o, sv[1], po[1], pe[1], ps[1], self);
 	/* both sides set the group so that a kill right after fork already reaches it */
 	setpgid(p->pid, p->pid);
 	close(sv[1]);

@@ -27,6 +27,10 @@ struct box_proc_opts {
 				    * BOX_PROC_TAIL_MAX: BOX_PROC_TAIL_MAX */
 	int stderr_inherit;        /* 1: the child writes to the caller's stderr (a
 				    * long-lived helper's diagnostics), not to a pipe */
+	int die_with_parent;       /* 1: the child is killed when the thread that started it
+				    * ends (PR_SET_PDEATHSIG SIGKILL): for a helper that must
+				    * not outlive a killed caller (box-sbfiles under a restore);
+				    * not for a multi-threaded caller */
 };
 
 /*

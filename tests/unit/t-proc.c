@@ -364,6 +364,56 @@ static void test_spawn(void)
 	is_int(c.pid, -1, "... and leaves nothing running");
 }
 
+/* die_with_parent: a caller killed mid-run takes its helper with it; without it the helper
+ * goes on, and a hangup socket ends a run at once. */
+static void run_in_caller(int die, const char *pidfile)
+{
+	const char *argv[] = { "/bin/sh", "-c", NULL, NULL };
+	char script[256];
+	struct box_proc_opts o = { 0 };
+	struct box_proc_result r;
+	struct box_err err;
+
+	snprintf(script, sizeof(script), "echo $$ > %s.tmp && mv %s.tmp %s; exec sleep 60",
+		 pidfile, pidfile, pidfile);
+	argv[2] = script;
+	o.argv = argv;
+	o.timeout_ms = 120000;
+	o.die_with_parent = die;
+	box_err_init(&err);
+	(void)box_proc_run(&o, &r, &err);
+	_exit(0);
+}
+
+static void test_die_with_parent(void)
+{
+	char pidfile[128];
+	int die;
+
+	for (die = 1; die >= 0; die--) {
+		pid_t caller, helper = -1;
+		int k;
+
+		snprintf(pidfile, sizeof(pidfile), "%s/die%d.pid", dir, die);
+		caller = fork();
+		if (caller == 0)
+			run_in_caller(die, pidfile);
+		for (k = 0; k < 400 && (helper = read_pid(die ? "die1.pid" : "die0.pid")) <= 0; k++)
+			usleep(25000);
+		ok(helper > 0, "die_with_parent %d: the helper runs", die);
+		kill(caller, SIGKILL);
+		waitpid(caller, NULL, 0);
+		if (die) {
+			ok(helper > 0 && wait_dead(helper), "... and dies with its killed caller");
+		} else {
+			usleep(300000);
+			ok(helper > 0 && !dead(helper), "... without it, the helper outlives its caller");
+			if (helper > 0)
+				kill(helper, SIGKILL);
+		}
+	}
+}
+
 int main(void)
 {
 	char cmd[128];
@@ -381,6 +431,7 @@ int main(void)
 	test_failures();
 	test_env_build();
 	test_spawn();
+	test_die_with_parent();
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
 	if (system(cmd))
 		printf("# cleanup failed\n");
