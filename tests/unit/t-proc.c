@@ -3,10 +3,12 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "proc.h"
 #include "tap.h"
 #include "banned.h"
@@ -414,6 +416,59 @@ static void test_die_with_parent(void)
 	}
 }
 
+/* box_proc_cancel_on_hangup: a run ends, its group killed, as soon as the client's socket
+ * closes (a tool call whose exec ended). */
+static void test_hangup(void)
+{
+	int sv[2], st[2];
+	pid_t server, helper = -1;
+	int64_t t0;
+	int k, status = 0;
+	char pidfile[128];
+
+	snprintf(pidfile, sizeof(pidfile), "%s/hup.pid", dir);
+	ok(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) == 0 &&
+	   pipe2(st, O_CLOEXEC) == 0, "a client's socket");
+	server = fork();
+	if (server == 0) {
+		const char *argv[] = { "/bin/sh", "-c", NULL, NULL };
+		char script[512];
+		struct box_proc_opts o = { 0 };
+		struct box_proc_result r;
+		struct box_err err;
+		char verdict;
+
+		close(sv[1]);
+		close(st[0]);
+		snprintf(script, sizeof(script), "sleep 60 & echo $! > %s.tmp && mv %s.tmp %s; wait",
+			 pidfile, pidfile, pidfile);
+		argv[2] = script;
+		o.argv = argv;
+		o.timeout_ms = 120000;
+		box_err_init(&err);
+		box_proc_cancel_on_hangup(sv[0]);
+		verdict = box_proc_run(&o, &r, &err) == 0 && r.timed_out ? 't' : 'x';
+		(void)!write(st[1], &verdict, 1);
+		_exit(0);
+	}
+	close(sv[0]);
+	close(st[1]);
+	for (k = 0; k < 400 && (helper = read_pid("hup.pid")) <= 0; k++)
+		usleep(25000);
+	ok(helper > 0, "a run under a client socket");
+	t0 = box_now_ms();
+	close(sv[1]);
+	{
+		char v = 0;
+
+		ok(read(st[0], &v, 1) == 1 && v == 't', "... ends as timed out when the client hangs up");
+	}
+	ok(box_now_ms() - t0 < 20000, "... at once (%lld ms)", (long long)(box_now_ms() - t0));
+	ok(helper > 0 && wait_dead(helper), "... and what it started is killed with its group");
+	close(st[0]);
+	waitpid(server, &status, 0);
+}
+
 int main(void)
 {
 	char cmd[128];
@@ -432,6 +487,7 @@ int main(void)
 	test_env_build();
 	test_spawn();
 	test_die_with_parent();
+	test_hangup();
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
 	if (system(cmd))
 		printf("# cleanup failed\n");
