@@ -231,7 +231,7 @@ keeper_pids() {
 	# refused by the policy before anything is looked at
 	echo '{"box-sandbox": {"sessions": {"prefix": "v-", "any": true, "create": false}}}' >"$T/p.json"
 	run --separate-stderr box-sandbox --json --policy "$T/p.json" \
-		<<<'{"op": "exec", "session": "o8", "argv": ["true"]}'
+		<<<'{"op": "exec", "session": "o8-absent", "argv": ["true"]}'
 	assert_equal "$status" 4
 	one_json_where '.ran == false and .error.code == "policy_denied"'
 	run --separate-stderr box-sandbox --json --session v-x --policy "$T/p.json" \

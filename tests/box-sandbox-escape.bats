@@ -280,9 +280,9 @@ except OSError:
 	run ! pgrep -f 'sleep 1000'
 }
 
-@test "10 GB to stdout: bounded memory, truncated, full output capped" {
+@test "100 GB to stdout: bounded memory, truncated, full output capped" {
 	mk e18 --max-output-bytes 65536
-	run --separate-stderr /usr/bin/time -f '%M' -o "$T/rss" box-sandbox exec e18 --timeout-ms 3000 -- head -c 10G /dev/zero
+	run --separate-stderr /usr/bin/time -f '%M' -o "$T/rss" box-sandbox exec e18 --timeout-ms 3000 -- head -c 100G /dev/zero
 	assert_equal "$status" 3
 	one_json_where '.truncated == true and .resource_limit == "timeout" and (.stdout | length) == 65536
 		and (.full_output_path | type == "string")'
