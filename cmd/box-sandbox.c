@@ -181,6 +181,17 @@ static int describe(cJSON *req, int rest, int argc, char **argv)
 	return status;
 }
 
+/* A failure before the operation ran: an exec's says that its command did not run. */
+static int fail_op(const struct box_sandbox_op *op, const struct box_err *err)
+{
+	cJSON *o;
+
+	if (!op || strcmp(op->name, "exec") != 0 || !(o = box_err_result(err)))
+		return box_cli_fail(&cli, err);
+	cJSON_AddBoolToObject(o, "ran", 0);
+	return box_cli_finish(&cli, o);
+}
+
 int main(int argc, char **argv)
 {
 	struct box_sandbox_io io = { on_output, NULL, 0 };
@@ -206,16 +217,16 @@ int main(int argc, char **argv)
 	if (rest < argc) {
 		box_flag_unexpected(&err, argv[rest]);
 		cJSON_Delete(req);
-		return box_cli_fail(&cli, &err);
+		return fail_op(op, &err);
 	}
 	if (op && op->content_from_stdin && read_content(req, &err) < 0) {
 		cJSON_Delete(req);
-		return box_cli_fail(&cli, &err);
+		return fail_op(op, &err);
 	}
 	if (box_trust_sessions_check(box_cli_trust(), box_cli_agent(), op ? op->name : NULL, bound,
 				     &err) < 0) {
 		cJSON_Delete(req);
-		return box_cli_fail(&cli, &err);
+		return fail_op(op, &err);
 	}
 	io.no_create = box_cli_agent() && !box_trust_may_create(box_cli_trust());
 	res = box_sandbox(req, &io, &err);

@@ -440,5 +440,5 @@ accepted() {
 		run --separate-stderr box-sandbox --json --policy "$T/nc.json" <<<"$req"
 		assert_fail policy_denied 4
 	done
-	[ "$(ls "$BOX_STATE_DIR/sandboxes" | sort | tr '\n' ' ')" = "v-agent v-agent.lock v-victim v-victim.lock " ]
+	[ "$(ls "$BOX_STATE_DIR/sandboxes" | sort | tr '\n' ' ')" = "v-agent v-agent.lock v-agent.run.lock v-victim v-victim.lock v-victim.run.lock " ]
 }

@@ -1,4 +1,5 @@
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -216,58 +217,111 @@ int box_ipc_split(const char *p, size_t n, struct box_ipc_field *fields, int max
 	return count;
 }
 
-static int unix_addr(const char *path, struct sockaddr_un *sa, struct box_err *err)
+/* The address of path. One longer than sun_path (a deep BOX_STATE_DIR) is reached through
+ * its directory, opened O_PATH: "/proc/self/fd/N/NAME", *dirfd N (close it after the bind or
+ * connect; -1 when not needed). */
+static int unix_addr(const char *path, struct sockaddr_un *sa, int *dirfd, struct box_err *err)
 {
+	const char *slash = strrchr(path, '/');
+	char dir[4096];
+
+	*dirfd = -1;
 	memset(sa, 0, sizeof(*sa));
 	sa->sun_family = AF_UNIX;
-	if (box_fmt(sa->sun_path, sizeof(sa->sun_path), "%s", path) < 0)
+	if (box_fmt(sa->sun_path, sizeof(sa->sun_path), "%s", path) == 0)
+		return 0;
+	if (!slash || slash == path || (size_t)(slash - path) >= sizeof(dir) || !slash[1])
 		return box_err_set(err, BOX_E_INVALID, "socket path too long: %.200s", path);
+	memcpy(dir, path, (size_t)(slash - path));
+	dir[slash - path] = 0;
+	*dirfd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (*dirfd < 0)
+		return box_err_sys(err, "cannot open %.200s", dir);
+	if (box_fmt(sa->sun_path, sizeof(sa->sun_path), "/proc/self/fd/%d/%s", *dirfd,
+		    slash + 1) < 0) {
+		close(*dirfd);
+		*dirfd = -1;
+		return box_err_set(err, BOX_E_INVALID, "socket name too long: %.200s", slash + 1);
+	}
 	return 0;
+}
+
+static void close_dirfd(int fd)
+{
+	if (fd >= 0)
+		close(fd);
 }
 
 int box_ipc_listen(const char *path, struct box_err *err)
 {
 	struct sockaddr_un sa;
 	struct stat st;
-	int fd;
+	int fd, dfd;
 
-	if (unix_addr(path, &sa, err) < 0)
+	if (unix_addr(path, &sa, &dfd, err) < 0)
 		return -1;
 	if (lstat(path, &st) == 0) {
-		if (!S_ISSOCK(st.st_mode))
-			return box_err_set(err, BOX_E_CONFLICT, "%.200s exists and is not a socket", path);
-		if (unlink(path) < 0)
+		if (!S_ISSOCK(st.st_mode)) {
+			close_dirfd(dfd);
+			return box_err_set(err, BOX_E_CONFLICT, "%.200s exists and is not a socket",
+					   path);
+		}
+		if (unlink(path) < 0) {
+			close_dirfd(dfd);
 			return box_err_sys(err, "cannot remove %.200s", path);
+		}
 	}
 	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (fd < 0)
+	if (fd < 0) {
+		close_dirfd(dfd);
 		return box_err_sys(err, "socket");
+	}
 	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 || chmod(path, 0600) < 0 ||
-	    listen(fd, 16) < 0) {
+	    listen(fd, 64) < 0) {
 		box_err_sys(err, "cannot listen on %.200s", path);
 		close(fd);
+		close_dirfd(dfd);
 		return -1;
 	}
+	close_dirfd(dfd);
+	return fd;
+}
+
+int box_ipc_connect_by(const char *path, int64_t deadline_ms, struct box_err *err)
+{
+	struct sockaddr_un sa;
+	int fd, dfd, r;
+
+	if (unix_addr(path, &sa, &dfd, err) < 0)
+		return -1;
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | (deadline_ms >= 0 ? SOCK_NONBLOCK : 0),
+		    0);
+	if (fd < 0) {
+		close_dirfd(dfd);
+		return box_err_sys(err, "socket");
+	}
+	/* a full backlog (a server that does not accept) is EAGAIN: tried again until the
+	 * deadline, never waited on for ever */
+	while ((r = connect(fd, (struct sockaddr *)&sa, sizeof(sa))) < 0 &&
+	       (errno == EINTR || (errno == EAGAIN && box_now_ms() < deadline_ms)))
+		if (errno == EAGAIN)
+			usleep(20000);
+	if (r < 0) {
+		box_err_sys(err, "cannot reach %.200s", path);
+		err->code = BOX_E_IO;
+		close(fd);
+		close_dirfd(dfd);
+		return -1;
+	}
+	close_dirfd(dfd);
+	if (deadline_ms >= 0)
+		fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
 	return fd;
 }
 
 int box_ipc_connect(const char *path, struct box_err *err)
 {
-	struct sockaddr_un sa;
-	int fd;
-
-	if (unix_addr(path, &sa, err) < 0)
-		return -1;
-	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (fd < 0)
-		return box_err_sys(err, "socket");
-	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
-		box_err_sys(err, "cannot reach %.200s", path);
-		err->code = BOX_E_IO;
-		close(fd);
-		return -1;
-	}
-	return fd;
+	return box_ipc_connect_by(path, -1, err);
 }
 
 #define FDS_MAX 8

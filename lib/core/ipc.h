@@ -51,6 +51,13 @@ int box_ipc_listen(const char *path, struct box_err *err);
 /* A unix stream socket connected to path; -1 with io_error when nobody listens there. */
 int box_ipc_connect(const char *path, struct box_err *err);
 
+/* The same, but a server whose backlog is full is tried again only until deadline_ms (a
+ * CLOCK_MONOTONIC time in ms; -1: box_ipc_connect). The socket comes back blocking.
+ *
+ * Both, and box_ipc_listen, take paths longer than a unix address holds (108 bytes): the
+ * socket is then reached through its directory, opened O_PATH, as /proc/self/fd/N/NAME. */
+int box_ipc_connect_by(const char *path, int64_t deadline_ms, struct box_err *err);
+
 /* Sends n (at most 8) file descriptors with one byte. 0 or -1 with io_error. */
 int box_ipc_send_fds(int sock, const int *fds, int n, struct box_err *err);
 

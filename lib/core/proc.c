@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -153,12 +154,15 @@ static int high(int fd)
 	return fcntl(fd, F_DUPFD_CLOEXEC, 3);
 }
 
-static void child_exec(const struct box_proc_opts *o, int in, int out, int errfd, int st)
+static void child_exec(const struct box_proc_opts *o, int in, int out, int errfd, int st,
+		       pid_t parent)
 {
 	sigset_t none;
 	int e, i;
 
 	setpgid(0, 0);
+	if (o->die_with_parent && (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid() != parent))
+		_exit(127);
 	st = high(st);
 	in = high(in);
 	out = high(out);
@@ -194,6 +198,7 @@ static void close_fd(int *fd)
 static int spawn(struct box_proc_child *p, const struct box_proc_opts *o, struct box_err *err)
 {
 	int sv[2], po[2] = { -1, -1 }, pe[2] = { -1, -1 }, ps[2] = { -1, -1 }, e = 0;
+	pid_t self;
 	ssize_t k;
 
 	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv))
@@ -204,13 +209,14 @@ static int spawn(struct box_proc_child *p, const struct box_proc_opts *o, struct
 		box_err_sys(err, "pipe");
 		goto fail;
 	}
+	self = getpid();
 	p->pid = fork();
 	if (p->pid < 0) {
 		box_err_sys(err, "fork");
 		goto fail;
 	}
 	if (p->pid == 0)
-		child_exec(o, sv[1], po[1], pe[1], ps[1]);
+		child_exec(o, sv[1], po[1], pe[1], ps[1], self);
 	/* both sides set the group so that a kill right after fork already reaches it */
 	setpgid(p->pid, p->pid);
 	close(sv[1]);
@@ -278,6 +284,13 @@ static void finish(struct box_proc_child *p)
 
 enum run_end { RUN_DONE, RUN_TIMEOUT, RUN_FLOOD, RUN_FAIL };
 
+static int hangup_fd = -1;
+
+void box_proc_cancel_on_hangup(int fd)
+{
+	hangup_fd = fd;
+}
+
 static enum run_end pump(struct box_proc_child *p, const struct box_proc_opts *o, struct box_buf *out,
 			 struct tail *errt, size_t *errbytes, int timeout_ms, struct box_err *err)
 {
@@ -288,7 +301,7 @@ static enum run_end pump(struct box_proc_child *p, const struct box_proc_opts *o
 	int gone = 0;
 
 	for (;;) {
-		struct pollfd pf[4];
+		struct pollfd pf[5];
 		int64_t left = deadline - box_now_ms();
 		int n = 0, i, r, wait_ms;
 
@@ -312,6 +325,8 @@ static enum run_end pump(struct box_proc_child *p, const struct box_proc_opts *o
 			pf[n++] = (struct pollfd){ .fd = p->errfd, .events = POLLIN };
 		if (p->pidfd >= 0)
 			pf[n++] = (struct pollfd){ .fd = p->pidfd, .events = POLLIN };
+		if (hangup_fd >= 0)
+			pf[n++] = (struct pollfd){ .fd = hangup_fd, .events = POLLRDHUP };
 		wait_ms = p->pidfd >= 0 || gone ? (left > 1000 ? 1000 : (int)left) :
 			  (left < 50 ? (int)left : 50);
 		r = poll(pf, (nfds_t)n, wait_ms);
@@ -324,6 +339,8 @@ static enum run_end pump(struct box_proc_child *p, const struct box_proc_opts *o
 
 			if (!pf[i].revents || pf[i].fd == p->pidfd)
 				continue;
+			if (pf[i].fd == hangup_fd)
+				return RUN_TIMEOUT;   /* the client is gone: nobody waits for this */
 			if (pf[i].fd == p->in) {
 				k = send(p->in, in + off, inlen - off, MSG_NOSIGNAL | MSG_DONTWAIT);
 				if (k > 0)

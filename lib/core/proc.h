@@ -27,6 +27,10 @@ struct box_proc_opts {
 				    * BOX_PROC_TAIL_MAX: BOX_PROC_TAIL_MAX */
 	int stderr_inherit;        /* 1: the child writes to the caller's stderr (a
 				    * long-lived helper's diagnostics), not to a pipe */
+	int die_with_parent;       /* 1: the child is killed when the thread that started it
+				    * ends (PR_SET_PDEATHSIG SIGKILL): for a helper that must
+				    * not outlive a killed caller (box-sbfiles under a restore);
+				    * not for a multi-threaded caller */
 };
 
 /*
@@ -46,6 +50,12 @@ struct box_proc_result {
 	size_t stderr_bytes;
 	int64_t duration_ms;
 };
+
+/* Ties every later box_proc_run of this process to a client: when the peer of the socket fd
+ * hangs up (it closed, or died), the run ends as if its timeout passed (the child's whole
+ * process group is killed, timed_out is set). For a process that serves one client, such as
+ * a tool call of a sandbox's keeper. -1: none (the default). */
+void box_proc_cancel_on_hangup(int fd);
 
 /* Frees r->out; *r stays usable for another box_proc_run. */
 void box_proc_result_release(struct box_proc_result *r);

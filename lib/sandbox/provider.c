@@ -317,9 +317,12 @@ static int plugin_exec(struct box_sbprov_session *s, const struct box_sbexec *x,
 	box_json_add_int64(o, "timeout_ms", x->timeout_ms);
 	box_json_add_int64(o, "max_output_bytes", x->max_output_bytes);
 	res = plugin_op(s, "exec", o, x->timeout_ms + 30000, err);
+	/* once asked, the plug-in may have run it whatever came back: box cannot tell */
+	r->ran = 1;
 	if (!res)
 		return -1;
 	rc = box_sbexec_from_json(r, res, err);
+	r->ran = 1;
 	cJSON_Delete(res);
 	return rc;
 }

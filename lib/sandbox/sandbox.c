@@ -90,7 +90,9 @@ struct box_sandbox_ctx {
 	cJSON *env;                    /* the session's --env resolved, for start */
 	const char **envv;             /* its strings, for ps.env */
 	int have_rec;
-	int lockfd;
+	int corrupt;                   /* delete: a record there that cannot be read */
+	int lockfd;                    /* the record's lock */
+	int runlockfd;                 /* the instance lock (not for beside_exec operations) */
 	int created, resumed, replaced, init_ran;
 };
 
@@ -254,6 +256,8 @@ static void touch(struct box_sandbox_ctx *s)
 	struct box_err e;
 	char now[BOX_SBSTATE_TIME_MAX];
 
+	if (s->lockfd < 0)
+		return;
 	/* the idle clock counts seconds: one stamp a second is enough */
 	box_sbstate_now(now);
 	if (strncmp(now, s->rec.last_used_at, 19) == 0)
@@ -768,6 +772,56 @@ static cJSON *op_create(struct box_sandbox_ctx *s, struct box_err *err)
 	return status_json(s, NULL);
 }
 
+/* An exec that failed: {"ok": false, "session", "ran", "error"}; err stays set. */
+static cJSON *exec_failure(const char *id, int ran, const struct box_err *err)
+{
+	cJSON *o = box_err_result(err);
+
+	if (!o)
+		return NULL;
+	if (id && id[0])
+		cJSON_AddStringToObject(o, "session", id);
+	cJSON_AddBoolToObject(o, "ran", ran);
+	return o;
+}
+
+/* Takes the record's lock again after a run and reads the record again (status may have
+ * written it meanwhile). -1 when either fails: nothing more is saved then. */
+static int relock(struct box_sandbox_ctx *s)
+{
+	struct box_sbstate fresh;
+	struct box_err e;
+
+	box_err_init(&e);
+	s->lockfd = box_sbstate_lock(s->dir, s->id, BOX_SANDBOX_LOCK_WAIT_MS, &e);
+	if (s->lockfd < 0)
+		return -1;
+	if (box_sbstate_read(s->dir, s->id, &fresh, &e) < 0) {
+		close(s->lockfd);
+		s->lockfd = -1;
+		return -1;
+	}
+	box_sbstate_release(&s->rec);
+	s->rec = fresh;
+	return 0;
+}
+
+/* The run of an exec without the record's lock (the instance lock stays held: no other exec,
+ * pause, snapshot, restore or delete comes between), so that status, read, write and ls
+ * answer while it runs. */
+static int run_exec_unlocked(struct box_sandbox_ctx *s, const struct exec_spec *e,
+			     struct box_sbexec_result *r, struct box_err *err)
+{
+	int rc;
+
+	if (s->lockfd >= 0)
+		close(s->lockfd);
+	s->lockfd = -1;
+	rc = run_exec(s, e, r, err);
+	(void)relock(s);
+	return rc;
+}
+
 static cJSON *op_exec(struct box_sandbox_ctx *s, struct box_err *err)
 {
 	struct exec_spec e = { 0 };
@@ -797,14 +851,19 @@ static cJSON *op_exec(struct box_sandbox_ctx *s, struct box_err *err)
 	e.stdin_data = box_json_get_str(s->req, "stdin", NULL);
 	exec_limits(s, &e);
 	e.events = box_json_get_bool(s->req, "events", 0);
-	if (run_exec(s, &e, &r, err) < 0) {
-		/* the instance died between the check and the exec: replace it, once */
-		if (err->code != BOX_E_NOT_FOUND || !s->p->retry_gone)
+	if (run_exec_unlocked(s, &e, &r, err) < 0) {
+		/* the instance died between the check and the exec: replace it, once (only when
+		 * the command did not run, and with the record's lock again) */
+		if (r.ran || err->code != BOX_E_NOT_FOUND || !s->p->retry_gone || s->lockfd < 0) {
+			res = exec_failure(s->id, r.ran, err);
 			goto out;
+		}
 		box_sbexec_result_release(&r);
 		box_err_init(err);
-		if (ensure(s, 0, err) < 0 || run_exec(s, &e, &r, err) < 0)
+		if (ensure(s, 0, err) < 0 || run_exec_unlocked(s, &e, &r, err) < 0) {
+			res = exec_failure(s->id, r.ran, err);
 			goto out;
+		}
 	}
 	/* the one rendering of the result, and what the session adds to it */
 	conf = conf_of(s, &e);
@@ -812,9 +871,11 @@ static cJSON *op_exec(struct box_sandbox_ctx *s, struct box_err *err)
 	res = box_sbexec_to_json(&r);
 	if (!res) {
 		box_err_set(err, BOX_E_INTERNAL, "out of memory");
+		res = exec_failure(s->id, 1, err);
 		goto out;
 	}
 	cJSON_AddStringToObject(res, "session", s->id);
+	cJSON_AddTrueToObject(res, "ran");
 	add_flags(s, res);
 	cJSON_AddBoolToObject(res, "ok", why.code == BOX_OK);
 	if (why.code != BOX_OK)
@@ -946,10 +1007,28 @@ static cJSON *op_status(struct box_sandbox_ctx *s, struct box_err *err)
 	return status_json(s, seen[obs]);
 }
 
+/* delete of a session whose record cannot be read (garbage, truncated, empty, of another
+ * shape or id): the instance its directory notes is ended, then its files go. */
+static cJSON *delete_corrupt(struct box_sandbox_ctx *s, struct box_err *err)
+{
+	cJSON *o;
+
+	if (s->p->stop_noted && s->p->stop_noted(&s->ps, err) < 0)
+		return NULL;
+	if (remove_session_dir(s, err) < 0)
+		return NULL;
+	o = result_of(s, NULL);
+	cJSON_AddTrueToObject(o, "deleted");
+	cJSON_AddTrueToObject(o, "record_unreadable");
+	return o;
+}
+
 static cJSON *op_delete(struct box_sandbox_ctx *s, struct box_err *err)
 {
 	cJSON *o;
 
+	if (s->corrupt)
+		return delete_corrupt(s, err);
 	if (need_rec(s, err) < 0)
 		return NULL;
 	if (s->p->stop(&s->ps, err) < 0 && err->code != BOX_E_NOT_FOUND)
@@ -1046,18 +1125,18 @@ const struct box_sandbox_op box_sandbox_ops[] = {
 	{ .name = "exec", .may_create = 1, .session = BOX_SANDBOX_SESSION_NEEDED,
 	  .run = op_exec, .args = { "argv" },
 	  .usage = "SESSION [OPTIONS] -- ARGV...\nSESSION [OPTIONS] --command STRING" },
-	{ .name = "read", .may_create = 1, .session = BOX_SANDBOX_SESSION_NEEDED,
+	{ .name = "read", .beside_exec = 1, .may_create = 1, .session = BOX_SANDBOX_SESSION_NEEDED,
 	  .run = op_read, .args = { "path" }, .usage = "SESSION PATH" },
-	{ .name = "write", .may_create = 1, .session = BOX_SANDBOX_SESSION_NEEDED,
+	{ .name = "write", .beside_exec = 1, .may_create = 1, .session = BOX_SANDBOX_SESSION_NEEDED,
 	  .run = op_write, .args = { "path" }, .content_from_stdin = 1,
 	  .usage = "SESSION PATH [--content TEXT] < DATA" },
-	{ .name = "ls", .may_create = 1, .session = BOX_SANDBOX_SESSION_NEEDED,
+	{ .name = "ls", .beside_exec = 1, .may_create = 1, .session = BOX_SANDBOX_SESSION_NEEDED,
 	  .run = op_ls, .args = { "path" }, .usage = "SESSION PATH" },
 	{ .name = "pause", .may_create = 0, .session = BOX_SANDBOX_SESSION_NEEDED,
 	  .run = op_pause, .usage = "SESSION" },
 	{ .name = "resume", .may_create = 0, .session = BOX_SANDBOX_SESSION_NEEDED,
 	  .run = op_resume, .usage = "SESSION" },
-	{ .name = "status", .may_create = 0, .session = BOX_SANDBOX_SESSION_NEEDED,
+	{ .name = "status", .beside_exec = 1, .may_create = 0, .session = BOX_SANDBOX_SESSION_NEEDED,
 	  .run = op_status, .usage = "SESSION" },
 	{ .name = "snapshot", .may_create = 1, .session = BOX_SANDBOX_SESSION_NEEDED,
 	  .run = op_snapshot, .usage = "SESSION" },
@@ -1115,6 +1194,16 @@ static int session_of(struct box_sandbox_ctx *s, struct box_err *err)
 	return 0;
 }
 
+/* 1 when the session's directory holds something at state.json (readable or not). */
+static int record_exists(const struct box_sandbox_ctx *s)
+{
+	char rec[PATH_MAX + 16];
+	struct stat st;
+
+	box_fmt(rec, sizeof(rec), "%s/state.json", s->sdir);
+	return lstat(rec, &st) == 0;
+}
+
 /* The session's record under its lock: absent is no error here (the operation decides), a
  * record made by another provider than the request names is a conflict. */
 static int lock_and_load(struct box_sandbox_ctx *s, struct box_err *err)
@@ -1132,13 +1221,27 @@ static int lock_and_load(struct box_sandbox_ctx *s, struct box_err *err)
 		    no_create(s, err))
 			return -1;
 	}
-	/* box_sbstate_lock makes the sessions directory when it is missing */
+	/* the instance lock first, then the record's (box_sbstate_lock_instance); both make the
+	 * sessions directory when it is missing */
+	if (!s->op->beside_exec) {
+		s->runlockfd = box_sbstate_lock_instance(s->dir, s->id, BOX_SANDBOX_LOCK_WAIT_MS, err);
+		if (s->runlockfd < 0)
+			return -1;
+	}
 	s->lockfd = box_sbstate_lock(s->dir, s->id, BOX_SANDBOX_LOCK_WAIT_MS, err);
 	if (s->lockfd < 0)
 		return -1;
 	/* the provider a new session gets (create_session checks the name) */
 	s->p = provider_of(want ? want : "local");
 	if (box_sbstate_read(s->dir, s->id, &s->rec, err) < 0) {
+		/* a record that cannot be read can still be deleted (op_delete) */
+		if (err->code != BOX_E_NOT_FOUND && s->op->run == op_delete &&
+		    record_exists(s)) {
+			s->corrupt = 1;
+			box_err_init(err);
+			box_sbstate_release(&s->rec);
+			return 0;
+		}
 		if (err->code != BOX_E_NOT_FOUND)
 			return -1;
 		box_err_init(err);
@@ -1174,6 +1277,7 @@ cJSON *box_sandbox(const cJSON *req, const struct box_sandbox_io *io, struct box
 	s->req = req;
 	s->io = io;
 	s->lockfd = -1;
+	s->runlockfd = -1;
 	s->op = box_sandbox_op_find(op);
 	box_sbstate_init(&s->rec);
 	if (box_sbstate_dir(s->dir, sizeof(s->dir), err) < 0)
@@ -1200,8 +1304,13 @@ cJSON *box_sandbox(const cJSON *req, const struct box_sandbox_io *io, struct box
 		goto out;
 	res = s->op->run(s, err);
 out:
+	/* every exec answers whether its command ran */
+	if (!res && s->op && s->op->run == op_exec)
+		res = exec_failure(s->id, 0, err);
 	if (s->lockfd >= 0)
 		close(s->lockfd);
+	if (s->runlockfd >= 0)
+		close(s->runlockfd);
 	box_sbstate_release(&s->rec);
 	cJSON_Delete(s->env);
 	free(s->envv);

@@ -50,6 +50,8 @@ struct box_sandbox_op {
 	int may_create;   /* 1: the operation creates an absent session first */
 	int content_from_stdin;  /* 1: without content or content_base64, the driver reads
 				  * content from stdin */
+	int beside_exec;  /* 1: it takes the record's lock only, and answers while an exec of
+			   * the session runs (box_sbstate_lock_instance) */
 	/* what follows the name on each usage line of --help (lines split by "\n"); operations
 	 * with the same text share a line */
 	const char *usage;
@@ -65,7 +67,10 @@ const struct box_sandbox_op *box_sandbox_op_find(const char *name);
  * Runs one operation: req holds "op" (create exec read write ls pause resume status snapshot
  * restore delete list) and its fields, already checked against box_sandbox_fields. Returns
  * the result object; an exec whose command failed or hit a limit returns its full result
- * with "ok": false and an "error" member. NULL with err when the operation itself failed.
+ * with "ok": false and an "error" member. NULL with err when the operation itself failed,
+ * except for exec: every exec answers an object with "ran" (true: the command was started,
+ * false: it did not run and never will), a failure with "ok": false and "error" (err is set
+ * too).
  */
 cJSON *box_sandbox(const cJSON *req, const struct box_sandbox_io *io, struct box_err *err);
 

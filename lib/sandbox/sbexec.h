@@ -64,6 +64,9 @@ struct box_sbexec_result {
 					 * could); then outputs are rendered as [] */
 	cJSON *extra;                   /* members a plug-in added that box does not know,
 					 * rendered after the others; NULL: none */
+	int ran;                        /* 1: the command was started (set by the provider,
+					 * also when the exec then fails); 0: it did not run
+					 * and never will. Rendered by the state machine. */
 };
 
 /* Empties *r; allocates nothing. */

@@ -55,6 +55,11 @@ struct box_sbprov {
 	int (*resume)(struct box_sbprov_session *s, struct box_err *err);
 	/* Ends the instance, leaving the session's files; an absent instance is not an error. */
 	int (*stop)(struct box_sbprov_session *s, struct box_err *err);
+	/* For a session whose record cannot be read (s->rec is empty): ends whatever instance
+	 * the session's directory notes, found through its own files, never by the session id
+	 * alone (another state directory may have a session of the same id). NULL: nothing to
+	 * find. */
+	int (*stop_noted)(struct box_sbprov_session *s, struct box_err *err);
 	/* Runs one command: 0 with *r (emptied by the caller) filled, or -1 with err
 	 * (not_found: the instance is gone); *r is to be released either way. */
 	int (*exec)(struct box_sbprov_session *s, const struct box_sbexec *x,

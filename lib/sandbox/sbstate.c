@@ -663,9 +663,10 @@ fail:
 	return arr;
 }
 
-int box_sbstate_lock(const char *dir, const char *id, int timeout_ms, struct box_err *err)
+static int lock_named(const char *dir, const char *id, const char *suffix, int timeout_ms,
+		      struct box_err *err)
 {
-	char name[BOX_SBSTATE_ID_MAX + 8];
+	char name[BOX_SBSTATE_ID_MAX + 16];
 	int dfd, fd;
 
 	if (!box_sbstate_valid_id(id))
@@ -675,12 +676,23 @@ int box_sbstate_lock(const char *dir, const char *id, int timeout_ms, struct box
 	dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (dfd < 0)
 		return box_err_sys(err, "open %s", dir);
-	snprintf(name, sizeof(name), "%s.lock", id);
+	snprintf(name, sizeof(name), "%s%s", id, suffix);
 	fd = box_lock_open(dfd, name, 1, timeout_ms, err);
 	close(dfd);
 	if (fd < 0 && err->code == BOX_E_CONFLICT)
 		err->retryable = 1;
 	return fd;
+}
+
+int box_sbstate_lock(const char *dir, const char *id, int timeout_ms, struct box_err *err)
+{
+	return lock_named(dir, id, ".lock", timeout_ms, err);
+}
+
+int box_sbstate_lock_instance(const char *dir, const char *id, int timeout_ms,
+			      struct box_err *err)
+{
+	return lock_named(dir, id, ".run.lock", timeout_ms, err);
 }
 
 int box_sbstate_plan(const struct box_sbstate *rec, const char *provider,

@@ -146,6 +146,17 @@ cJSON *box_sbstate_list(const char *dir, size_t max, struct box_err *err);
  */
 int box_sbstate_lock(const char *dir, const char *id, int timeout_ms, struct box_err *err);
 
+/*
+ * The instance lock of session id: dir/<id>.run.lock, taken like box_sbstate_lock. An exec
+ * holds it for its whole run, and so do the operations that change the instance (create,
+ * pause, resume, snapshot, restore, delete), each taking it before the record's lock; the
+ * record's lock is held only while the record is read and written. So status, read, write
+ * and ls (record lock only) answer while a command runs, and no two execs, nor an exec and a
+ * pause or delete, overlap.
+ */
+int box_sbstate_lock_instance(const char *dir, const char *id, int timeout_ms,
+			      struct box_err *err);
+
 /* What the provider reports about a session's instance. */
 enum box_sb_observed {
 	BOX_SB_OBS_ABSENT,

@@ -121,12 +121,11 @@ static cJSON *answer(const cJSON *req, const struct box_toolset *set,
 	return out;
 }
 
-/* Answers one connection: with fail's error when fail is not NULL, else from set. */
-static void serve(int lfd, const struct box_toolset *set, const struct box_tool_call_opts *o,
+/* Answers the connection fd: with fail's error when fail is not NULL, else from set. */
+static void serve(int fd, const struct box_toolset *set, const struct box_tool_call_opts *o,
 		  const struct box_err *fail)
 {
 	static const struct box_tool_call_opts none;
-	int fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
 	int64_t deadline = box_now_ms() + BOX_TOOLSRV_IO_MS;
 	struct box_buf b;
 	struct box_err err;
@@ -161,12 +160,18 @@ static void serve(int lfd, const struct box_toolset *set, const struct box_tool_
 void box_toolsrv_serve_one(int lfd, const struct box_toolset *set,
 			   const struct box_tool_call_opts *o)
 {
-	serve(lfd, set, o, NULL);
+	serve(accept4(lfd, NULL, NULL, SOCK_CLOEXEC), set, o, NULL);
 }
 
 void box_toolsrv_serve_error(int lfd, const struct box_err *e)
 {
-	serve(lfd, NULL, NULL, e);
+	serve(accept4(lfd, NULL, NULL, SOCK_CLOEXEC), NULL, NULL, e);
+}
+
+void box_toolsrv_serve_conn(int fd, const struct box_toolset *set,
+			    const struct box_tool_call_opts *o, const struct box_err *fail)
+{
+	serve(fd, set, o, fail);
 }
 
 cJSON *box_toolsrv_request(const char *path, cJSON *req, int timeout_ms,

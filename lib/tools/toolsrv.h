@@ -35,6 +35,12 @@ void box_toolsrv_serve_one(int lfd, const struct box_toolset *set,
  * loaded: a store entry that changed is integrity_failed for every call). */
 void box_toolsrv_serve_error(int lfd, const struct box_err *e);
 
+/* Answers one accepted connection fd (and closes it) as box_toolsrv_serve_one does, or with
+ * fail's error when fail is not NULL. For a server that answers each call in a child of its
+ * own (a sandbox's keeper), so that a slow tool never stalls the next call. */
+void box_toolsrv_serve_conn(int fd, const struct box_toolset *set,
+			    const struct box_tool_call_opts *o, const struct box_err *fail);
+
 /* The client side: sends req (its integer literals printed exactly, see box_json_exact) to
  * the socket at path, returns the reply object, or NULL with err (io_error when the socket
  * cannot be reached, invalid_request for a garbled reply). */

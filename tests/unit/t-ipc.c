@@ -60,10 +60,10 @@ static int acceptable(int lfd, int ms)
 
 static void test_listen_connect(void)
 {
-	char path[PATH_MAX], file[PATH_MAX], lng[200];
+	char path[PATH_MAX], file[PATH_MAX + 256], deep[PATH_MAX], lng[200];
 	struct box_err e;
 	struct stat st;
-	int lfd, lfd2, c;
+	int lfd, lfd2, c, before;
 	size_t dl;
 
 	snprintf(path, sizeof(path), "%s/s", tmp);
@@ -126,17 +126,72 @@ static void test_listen_connect(void)
 	if (lfd >= 0)
 		close(lfd);
 	unlink(file);
+	/* longer paths (a deep BOX_STATE_DIR) go through their directory: 108 bytes, and a
+	 * directory of 300 */
 	snprintf(file, sizeof(file), "%s/%.*s", tmp, (int)(108 - dl), lng);
 	box_err_init(&e);
+	before = count_fds();
 	lfd = box_ipc_listen(file, &e);
-	is_int(lfd, -1, "path of 108 bytes is too long");
+	ok(lfd >= 0, "path of 108 bytes: listen: %s", lfd >= 0 ? "ok" : e.message);
+	ok(lstat(file, &st) == 0 && S_ISSOCK(st.st_mode), "... the socket is at that path");
+	is_int(st.st_mode & 07777, 0600, "... mode 0600");
+	c = box_ipc_connect_by(file, box_now_ms() + 5000, &e);
+	ok(c >= 0 && acceptable(lfd, 1000), "... connect reaches it");
+	if (c >= 0)
+		close(c);
+	if (lfd >= 0)
+		close(lfd);
+	is_int(count_fds(), before, "... and no directory fd is left open");
+	unlink(file);
+	snprintf(deep, sizeof(deep), "%s/%.180s", tmp, lng);
+	ok(mkdir(deep, 0700) == 0, "a directory whose path is over 180 bytes");
+	snprintf(file, sizeof(file), "%s/%.60s", deep, lng);
+	box_err_init(&e);
+	lfd = box_ipc_listen(file, &e);
+	ok(lfd >= 0, "listen at %zu bytes: %s", strlen(file), lfd >= 0 ? "ok" : e.message);
+	c = box_ipc_connect(file, &e);
+	ok(c >= 0 && acceptable(lfd, 1000), "... connect reaches it");
+	if (c >= 0)
+		close(c);
+	if (lfd >= 0)
+		close(lfd);
+	unlink(file);
+	/* a file name alone longer than an address holds is still refused */
+	snprintf(file, sizeof(file), "%s/%.150s", tmp, lng);
+	box_err_init(&e);
+	lfd = box_ipc_listen(file, &e);
+	is_int(lfd, -1, "a socket name of 150 bytes is too long");
 	is_int(e.code, BOX_E_INVALID, "... invalid_request");
 	ok(access(file, F_OK) < 0, "... and nothing was created");
 	if (lfd >= 0)
 		close(lfd);
 	box_err_init(&e);
-	is_int(box_ipc_connect(file, &e), -1, "connect with too long a path");
+	is_int(box_ipc_connect(file, &e), -1, "connect with too long a name");
 	is_int(e.code, BOX_E_INVALID, "... invalid_request");
+	rmdir(deep);
+
+	/* a server that accepts nothing: once its backlog is full, connect_by gives up at its
+	 * deadline instead of waiting for ever */
+	snprintf(file, sizeof(file), "%s/full", tmp);
+	lfd = box_ipc_listen(file, &e);
+	ok(lfd >= 0, "a server that never accepts");
+	{
+		int conns[200], n = 0, k;
+		int64_t t0;
+
+		box_err_init(&e);
+		t0 = box_now_ms();
+		while (n < 200 && (conns[n] = box_ipc_connect_by(file, box_now_ms() + 300, &e)) >= 0)
+			n++;
+		ok(n < 200 && box_now_ms() - t0 < 30000, "... connect_by fails after %d connections, "
+		   "at its deadline", n);
+		is_int(e.code, BOX_E_IO, "... io_error");
+		for (k = 0; k < n; k++)
+			close(conns[k]);
+	}
+	if (lfd >= 0)
+		close(lfd);
+	unlink(file);
 	unlink(path);
 }
 

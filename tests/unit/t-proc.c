@@ -3,10 +3,12 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "proc.h"
 #include "tap.h"
 #include "banned.h"
@@ -378,6 +380,109 @@ static void test_spawn(void)
 	is_int(c.pid, -1, "... and leaves nothing running");
 }
 
+/* die_with_parent: a caller killed mid-run takes its helper with it; without it the helper
+ * goes on, and a hangup socket ends a run at once. */
+static void run_in_caller(int die, const char *pidfile)
+{
+	const char *argv[] = { "/bin/sh", "-c", NULL, NULL };
+	char script[256];
+	struct box_proc_opts o = { 0 };
+	struct box_proc_result r;
+	struct box_err err;
+
+	snprintf(script, sizeof(script), "echo $$ > %s.tmp && mv %s.tmp %s; exec sleep 60",
+		 pidfile, pidfile, pidfile);
+	argv[2] = script;
+	o.argv = argv;
+	o.timeout_ms = 120000;
+	o.die_with_parent = die;
+	box_err_init(&err);
+	(void)box_proc_run(&o, &r, &err);
+	_exit(0);
+}
+
+static void test_die_with_parent(void)
+{
+	char pidfile[128];
+	int die;
+
+	for (die = 1; die >= 0; die--) {
+		pid_t caller, helper = -1;
+		int k;
+
+		snprintf(pidfile, sizeof(pidfile), "%s/die%d.pid", dir, die);
+		caller = fork();
+		if (caller == 0)
+			run_in_caller(die, pidfile);
+		for (k = 0; k < 400 && (helper = read_pid(die ? "die1.pid" : "die0.pid")) <= 0; k++)
+			usleep(25000);
+		ok(helper > 0, "die_with_parent %d: the helper runs", die);
+		kill(caller, SIGKILL);
+		waitpid(caller, NULL, 0);
+		if (die) {
+			ok(helper > 0 && wait_dead(helper), "... and dies with its killed caller");
+		} else {
+			usleep(300000);
+			ok(helper > 0 && !dead(helper), "... without it, the helper outlives its caller");
+			if (helper > 0)
+				kill(helper, SIGKILL);
+		}
+	}
+}
+
+/* box_proc_cancel_on_hangup: a run ends, its group killed, as soon as the client's socket
+ * closes (a tool call whose exec ended). */
+static void test_hangup(void)
+{
+	int sv[2], st[2];
+	pid_t server, helper = -1;
+	int64_t t0;
+	int k, status = 0;
+	char pidfile[128];
+
+	snprintf(pidfile, sizeof(pidfile), "%s/hup.pid", dir);
+	ok(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) == 0 &&
+	   pipe2(st, O_CLOEXEC) == 0, "a client's socket");
+	server = fork();
+	if (server == 0) {
+		const char *argv[] = { "/bin/sh", "-c", NULL, NULL };
+		char script[512];
+		struct box_proc_opts o = { 0 };
+		struct box_proc_result r;
+		struct box_err err;
+		char verdict;
+
+		close(sv[1]);
+		close(st[0]);
+		snprintf(script, sizeof(script), "sleep 60 & echo $! > %s.tmp && mv %s.tmp %s; wait",
+			 pidfile, pidfile, pidfile);
+		argv[2] = script;
+		o.argv = argv;
+		o.timeout_ms = 120000;
+		box_err_init(&err);
+		box_proc_cancel_on_hangup(sv[0]);
+		verdict = box_proc_run(&o, &r, &err) == 0 && r.timed_out ? 't' : 'x';
+		(void)!write(st[1], &verdict, 1);
+		_exit(0);
+	}
+	close(sv[0]);
+	close(st[1]);
+	for (k = 0; k < 400 && (helper = read_pid("hup.pid")) <= 0; k++)
+		usleep(25000);
+	ok(helper > 0, "a run under a client socket");
+	t0 = box_now_ms();
+	close(sv[1]);
+	{
+		char v = 0;
+
+		ok(read(st[0], &v, 1) == 1 && v == 't', "... ends as timed out when the client hangs up");
+	}
+	ok(box_now_ms() - t0 < 20000, "... at once (%lld ms)", (long long)(box_now_ms() - t0));
+	ok(helper > 0 && wait_dead(helper), "... and what it started is killed with its group");
+	close(st[0]);
+	waitpid(server, &status, 0);
+}
+
 int main(void)
 {
 	char cmd[128];
@@ -395,6 +500,8 @@ int main(void)
 	test_failures();
 	test_env_build();
 	test_spawn();
+	test_die_with_parent();
+	test_hangup();
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
 	if (system(cmd))
 		printf("# cleanup failed\n");

@@ -300,6 +300,52 @@ static void test_lock(void)
 	box_err_init(&err);
 	is_int(box_sbstate_lock(dir, "../x", 0, &err), -1, "lock with bad id");
 	is_int(err.code, BOX_E_INVALID, "... invalid_request");
+
+	/* the instance lock is a lock of its own: a running exec holds it while status, read,
+	 * write and ls take the record's */
+	box_err_init(&err);
+	a = box_sbstate_lock_instance(dir, "s1", 0, &err);
+	ok(a >= 0, "instance lock of s1");
+	b = box_sbstate_lock(dir, "s1", 0, &err);
+	ok(b >= 0, "... the record's lock is still free");
+	if (b >= 0)
+		close(b);
+	b = box_sbstate_lock_instance(dir, "s1", 100, &err);
+	is_int(b, -1, "a second instance lock of s1 waits and fails");
+	is_int(err.code, BOX_E_CONFLICT, "... conflict");
+	is_int(err.retryable, 1, "... retryable");
+	close(a);
+	box_err_init(&err);
+	b = box_sbstate_lock_instance(dir, "s1", 0, &err);
+	ok(b >= 0, "instance lock of s1 after release");
+	if (b >= 0)
+		close(b);
+	{
+		char p[200];
+		struct stat st;
+
+		snprintf(p, sizeof(p), "%s/s1.run.lock", dir);
+		ok(stat(p, &st) == 0 && S_ISREG(st.st_mode), "... the file s1.run.lock beside the "
+		   "session");
+	}
+	box_err_init(&err);
+	is_int(box_sbstate_lock_instance(dir, "../x", 0, &err), -1, "instance lock with bad id");
+	is_int(err.code, BOX_E_INVALID, "... invalid_request");
+	/* lock files never count as sessions */
+	{
+		struct box_err e2;
+		cJSON *ids;
+
+		const cJSON *id;
+		int locks = 0;
+
+		box_err_init(&e2);
+		ids = box_sbstate_list(dir, 0, &e2);
+		cJSON_ArrayForEach(id, ids)
+			locks += strstr(id->valuestring, ".lock") != NULL;
+		ok(ids && locks == 0, "list ignores lock files");
+		cJSON_Delete(ids);
+	}
 }
 
 static void test_plan(void)

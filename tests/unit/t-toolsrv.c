@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "ipc.h"
+#include "proc.h"
 #include "json.h"
 #include "toolsrv.h"
 #include "tools.h"
@@ -514,6 +515,100 @@ static void test_lua(void)
 	box_tools_free(set);
 }
 
+/* 1 when pid is gone or a zombie (an orphan's zombie may wait for an init that does not reap),
+ * waiting at most 10 s. */
+static int gone(pid_t pid)
+{
+	int k;
+
+	for (k = 0; k < 400; k++) {
+		char p[64], buf[256], *q;
+		ssize_t n;
+		int fd;
+
+		snprintf(p, sizeof(p), "/proc/%d/stat", (int)pid);
+		fd = open(p, O_RDONLY | O_CLOEXEC);
+		if (fd < 0)
+			return 1;
+		n = read(fd, buf, sizeof(buf) - 1);
+		close(fd);
+		buf[n > 0 ? n : 0] = 0;
+		q = strrchr(buf, ')');
+		if (!q || q[2] == 'Z' || q[2] == 'X')
+			return 1;
+		usleep(25000);
+	}
+	return 0;
+}
+
+/* box_toolsrv_serve_conn, as a sandbox's keeper uses it: one call in a child of its own,
+ * ended with its tool's group when the caller hangs up; and the error of a set that did not
+ * load. */
+static void test_serve_conn(const char *fixtures)
+{
+	char file[PATH_MAX + 32], req[600], reply[4096];
+	struct box_tool_call_opts o = { .max_timeout_ms = 600000 };
+	struct box_toolset *slow;
+	struct box_err err;
+	int sv[2], k, status = -1;
+	pid_t child, tool = -1, sleeper = -1;
+	ssize_t n;
+	FILE *f;
+
+	snprintf(file, sizeof(file), "%s/slow.json", fixtures);
+	box_err_init(&err);
+	slow = box_tools_load(file, &err);
+	ok(slow != NULL, "the slow tool loads: %s", slow ? "ok" : err.message);
+	if (!slow)
+		return;
+	ok(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) == 0, "a caller's connection");
+	fflush(stdout);
+	child = fork();
+	if (child == 0) {
+		close(sv[0]);
+		box_proc_cancel_on_hangup(sv[1]);
+		box_toolsrv_serve_conn(sv[1], slow, &o, NULL);
+		_exit(0);
+	}
+	close(sv[1]);
+	snprintf(req, sizeof(req), "{\"op\":\"call\",\"tool\":\"slow\",\"input\":{\"seconds\":300,"
+		 "\"pidfile\":\"%s/slow.pid\"}}\n", dir);
+	ok(write(sv[0], req, strlen(req)) == (ssize_t)strlen(req), "a call of a 300 s tool");
+	snprintf(file, sizeof(file), "%s/slow.pid", dir);
+	for (k = 0; k < 800 && tool <= 0; k++) {
+		if ((f = fopen(file, "r"))) {
+			if (fscanf(f, "%d %d", &tool, &sleeper) != 2)
+				tool = -1;
+			fclose(f);
+		}
+		if (tool <= 0)
+			usleep(25000);
+	}
+	ok(tool > 0 && sleeper > 0, "... runs");
+	close(sv[0]);
+	for (k = 0; k < 400 && waitpid(child, &status, WNOHANG) == 0; k++)
+		usleep(25000);
+	ok(WIFEXITED(status), "the caller hangs up: the call ends at once");
+	if (!WIFEXITED(status)) {
+		kill(child, SIGKILL);
+		waitpid(child, NULL, 0);
+	}
+	ok(tool > 0 && gone(tool), "... its tool is killed");
+	ok(sleeper > 0 && gone(sleeper), "... and the tool's child with its group");
+
+	ok(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) == 0, "another connection");
+	box_err_init(&err);
+	box_err_set(&err, BOX_E_INTEGRITY, "the store entry changed");
+	ok(write(sv[0], "{\"op\":\"list\"}\n", 14) == 14, "a request to a set that did not load");
+	box_toolsrv_serve_conn(sv[1], NULL, NULL, &err);
+	n = read(sv[0], reply, sizeof(reply) - 1);
+	reply[n > 0 ? n : 0] = 0;
+	ok(strstr(reply, "\"integrity_failed\"") && strstr(reply, "store entry changed"),
+	   "... gets the load error: %s", reply);
+	close(sv[0]);
+	box_tools_free(slow);
+}
+
 int main(void)
 {
 	struct box_toolset *set;
@@ -555,6 +650,7 @@ int main(void)
 	stop(pid);
 	test_timeout_cap(set);
 	test_lua();
+	test_serve_conn(fixtures);
 	box_tools_free(set);
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
 	if (system(cmd))

@@ -13,7 +13,6 @@
 
 #include "cgroup.h"
 #include "buf.h"
-#include "sbstate.h"
 #include "banned.h"
 
 #define KILL_ROUNDS 200
@@ -22,6 +21,23 @@
 static const char *const v1_ctrl[] = { "memory", "pids", "freezer", "cpuacct" };
 #define V1_REQUIRED 3
 #define V1_N (sizeof(v1_ctrl) / sizeof(v1_ctrl[0]))
+
+int box_cg_valid_name(const char *name)
+{
+	size_t i;
+
+	if (!name || !((name[0] >= 'a' && name[0] <= 'z') || (name[0] >= '0' && name[0] <= '9')))
+		return 0;
+	for (i = 1; name[i]; i++) {
+		char c = name[i];
+
+		if (i >= BOX_CG_NAME_MAX)
+			return 0;
+		if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' || c == '-'))
+			return 0;
+	}
+	return 1;
+}
 
 /* box_err_sys, always io_error: a missing control file is the host's setup, not a lookup */
 static int io_err(struct box_err *err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -215,8 +231,8 @@ int box_cg_create(enum box_cg_mode m, const char *id, const struct box_cg_limits
 	char p[512];
 	size_t i;
 
-	if (!box_sbstate_valid_id(id))
-		return box_err_set(err, BOX_E_INVALID, "invalid session id");
+	if (!box_cg_valid_name(id))
+		return box_err_set(err, BOX_E_INVALID, "invalid group name");
 	if (m == BOX_CG_NONE)
 		return 0;
 	if (m == BOX_CG_V2) {
@@ -250,8 +266,8 @@ int box_cg_join(enum box_cg_mode m, const char *id, pid_t pid, struct box_err *e
 	snprintf(v, sizeof(v), "%d", (int)(pid ? pid : getpid()));
 	if (m == BOX_CG_NONE)
 		return 0;
-	if (!box_sbstate_valid_id(id))
-		return box_err_set(err, BOX_E_INVALID, "invalid session id");
+	if (!box_cg_valid_name(id))
+		return box_err_set(err, BOX_E_INVALID, "invalid group name");
 	if (m == BOX_CG_V2) {
 		cg_path(p, sizeof(p), NULL, id, "cgroup.procs");
 		if (write_file(p, v) < 0)
@@ -291,7 +307,7 @@ int box_cg_frozen(enum box_cg_mode m, const char *id)
 {
 	char p[512], buf[64];
 
-	if (!box_sbstate_valid_id(id))
+	if (!box_cg_valid_name(id))
 		return -1;
 	if (m == BOX_CG_V2) {
 		int64_t v;
@@ -318,8 +334,8 @@ int box_cg_freeze(enum box_cg_mode m, const char *id, int frozen, int timeout_ms
 
 	if (m == BOX_CG_NONE)
 		return box_err_set(err, BOX_E_UNSUPPORTED, "no writable freezer");
-	if (!box_sbstate_valid_id(id))
-		return box_err_set(err, BOX_E_INVALID, "invalid session id");
+	if (!box_cg_valid_name(id))
+		return box_err_set(err, BOX_E_INVALID, "invalid group name");
 	if (m == BOX_CG_V2)
 		cg_path(p, sizeof(p), NULL, id, "cgroup.freeze");
 	else
@@ -353,7 +369,7 @@ void box_cg_counters(enum box_cg_mode m, const char *id, struct box_cg_counters 
 	char p[512];
 
 	c->oom_kills = c->pids_max_hits = c->cpu_ns = -1;
-	if (!box_sbstate_valid_id(id))
+	if (!box_cg_valid_name(id))
 		return;
 	if (m == BOX_CG_V2) {
 		int64_t us;
@@ -405,7 +421,7 @@ int box_cg_destroy(enum box_cg_mode m, const char *id, int timeout_ms, struct bo
 	int round;
 	struct box_err ignored;
 
-	if (m == BOX_CG_NONE || !box_sbstate_valid_id(id))
+	if (m == BOX_CG_NONE || !box_cg_valid_name(id))
 		return 0;
 	box_err_init(&ignored);
 	if (m == BOX_CG_V2) {

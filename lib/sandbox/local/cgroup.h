@@ -25,6 +25,11 @@ struct box_cg_counters {
 	int64_t cpu_ns;
 };
 
+#define BOX_CG_NAME_MAX 96   /* a group's name: [a-z0-9][a-z0-9_-]{0,95} */
+
+/* 1 when name may name a group (box/NAME): [a-z0-9][a-z0-9_-]{0,95}; 0 otherwise. */
+int box_cg_valid_name(const char *name);
+
 /* "none", "v1", "v2"; box_cg_mode_from_name returns -1 when unknown. */
 const char *box_cg_mode_name(enum box_cg_mode m);
 int box_cg_mode_from_name(const char *s);
@@ -35,9 +40,10 @@ int box_cg_mode_from_name(const char *s);
 enum box_cg_mode box_cg_detect(void);
 
 /*
- * Creates the groups box/<id> (box/<id> under every v1 controller) and applies the limits.
- * An existing group of the same name is reused (a lost session's leftovers). Returns 0, or -1
- * with io_error, or invalid_request for a bad id.
+ * Creates the groups box/<id> (box/<id> under every v1 controller) and applies the limits;
+ * id is a group name (box_cg_valid_name), in box-sandbox one of its own per instance
+ * ("SESSION-<16 hex>"), never a session id alone. An existing group of the same name is
+ * reused. Returns 0, or -1 with io_error, or invalid_request for a bad name.
  */
 int box_cg_create(enum box_cg_mode m, const char *id, const struct box_cg_limits *l,
 		  struct box_err *err);

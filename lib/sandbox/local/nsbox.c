@@ -26,6 +26,7 @@
 
 #include "nsbox.h"
 #include "libexec.h"
+#include "atomic.h"
 #include "base64.h"
 #include "buf.h"
 #include "confine.h"
@@ -204,7 +205,7 @@ int box_nsbox_start(const struct box_nsbox_config *c, struct box_nsbox_inst *out
 	if (make_dirs(c->dir, err) < 0)
 		return -1;
 	cg = box_cg_detect();
-	if (box_cg_create(cg, c->id, &lim, err) < 0)
+	if (box_cg_create(cg, c->cgname, &lim, err) < 0)
 		return -1;
 	if (pipe2(rep, O_CLOEXEC) < 0)
 		return box_err_sys(err, "pipe");
@@ -229,7 +230,7 @@ int box_nsbox_start(const struct box_nsbox_config *c, struct box_nsbox_inst *out
 			box_err_set(err, BOX_E_IO, "the sandbox did not report its holder");
 		if (holder > 0)
 			kill(holder, SIGKILL);
-		(void)box_nsbox_stop(&dead, c->id, &(struct box_err){ 0 });
+		(void)box_nsbox_stop(&dead, c->cgname, &(struct box_err){ 0 });
 		return -1;
 	}
 	out->pid = holder;
@@ -590,6 +591,9 @@ static cJSON *run_sbfiles_within(const char *const *args, int timeout_ms, const 
 	o.envp = (char *const *)envp;
 	o.timeout_ms = timeout_ms;
 	o.max_stdout = out_max;
+	/* a box-sandbox killed mid-restore must not leave a box-sbfiles that swaps the tree
+	 * under the next operation */
+	o.die_with_parent = 1;
 	if (box_proc_run(&o, &r, err) < 0)
 		goto out;
 	if (r.timed_out) {
@@ -619,6 +623,15 @@ static cJSON *run_sbfiles(const char *libexec, const char *const *args, struct b
 {
 	(void)libexec;
 	return run_sbfiles_within(args, HELPER_TIMEOUT_MS, "timeout_ms", HELPER_OUT_MAX, err);
+}
+
+/* The name of the groups of the session's instance: the record's; a record from before names
+ * were per instance has the session id; none before the first start (NULL: no group). */
+static const char *cg_of(const struct box_sbprov_session *s)
+{
+	const cJSON *h = pdata(s, "holder");
+
+	return h ? box_json_get_str(h, "cgroup_name", s->id) : NULL;
 }
 
 static void inst_of(const struct box_sbprov_session *s, struct box_nsbox_inst *i)
@@ -706,6 +719,7 @@ int box_nsbox_parse_mounts(const cJSON *arr, struct box_nsbox_mounts *ms, struct
 
 static int keeper_tick(const void *ctx);
 static void keeper_serve(int fd, const void *ctx);
+static int stop_noted(const char *sdir, struct box_err *err);
 
 static void config_of(const struct box_sbprov_session *s, struct box_nsbox_config *c,
 		      const struct box_nsbox_mounts *ms, char *tool_bin, size_t tn)
@@ -713,6 +727,7 @@ static void config_of(const struct box_sbprov_session *s, struct box_nsbox_confi
 	memset(c, 0, sizeof(*c));
 	c->dir = s->sdir;
 	c->id = s->id;
+	c->cgname = cg_of(s);
 	c->memory = lim(s, "memory", BOX_SANDBOX_DEFAULT_MEMORY);
 	c->pids = lim(s, "pids", BOX_SANDBOX_DEFAULT_PIDS);
 	c->disk_bytes = lim(s, "disk_bytes", BOX_SANDBOX_DEFAULT_DISK);
@@ -856,13 +871,97 @@ static int tool_socket(const struct box_sbprov_session *s, const struct box_nsbo
 	return box_toolsrv_listen(sock, err);
 }
 
+#define INSTANCE_FILE "instance.json"
+#define INSTANCE_MAX 4096
+
+/* A new instance's group name: "<id>-<16 hex>", random. */
+static void new_cgname(const char *id, char out[BOX_CG_NAME_MAX + 1])
+{
+	unsigned char r[8] = { 0 };
+	int fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
+	struct timespec ts;
+	size_t k;
+
+	if (fd < 0 || read(fd, r, sizeof(r)) != (ssize_t)sizeof(r)) {
+		clock_gettime(CLOCK_REALTIME, &ts);
+		for (k = 0; k < sizeof(r); k++)
+			r[k] ^= (unsigned char)((ts.tv_nsec >> (k * 3)) ^ (getpid() >> k));
+	}
+	if (fd >= 0)
+		close(fd);
+	box_fmt(out, BOX_CG_NAME_MAX + 1, "%s-%02x%02x%02x%02x%02x%02x%02x%02x", id, r[0], r[1],
+		r[2], r[3], r[4], r[5], r[6], r[7]);
+}
+
+/* The session directory's own note of its instance, instance.json: the group name (written
+ * before any group or process exists), then its holder. An operation that finds no usable
+ * record (a corrupt state.json, a start whose caller was killed) finds the instance through
+ * it, never through the session id. i NULL: the name alone. */
+static int write_instance(const char *sdir, const char *cgname, const struct box_nsbox_inst *i,
+			  struct box_err *err)
+{
+	cJSON *o = cJSON_CreateObject();
+	char *text;
+	int d, r = -1;
+
+	cJSON_AddStringToObject(o, "cgroup_name", cgname);
+	if (i) {
+		box_json_add_int64(o, "pid", i->pid);
+		box_json_add_int64(o, "start", i->start);
+		cJSON_AddStringToObject(o, "cgroup", box_cg_mode_name(i->cg));
+	}
+	text = cJSON_PrintUnformatted(o);
+	cJSON_Delete(o);
+	d = open(sdir, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+	if (!text || d < 0)
+		box_err_sys(err, "cannot write %s/" INSTANCE_FILE, sdir);
+	else
+		r = box_atomic_write(d, INSTANCE_FILE, text, strlen(text), 0600, err);
+	if (d >= 0)
+		close(d);
+	free(text);
+	return r;
+}
+
+/* Ends the instance that the session directory's instance.json names (if any), and removes
+ * its groups. 0, or -1 with io_error. */
+static int stop_noted(const char *sdir, struct box_err *err)
+{
+	char p[PATH_MAX], buf[INSTANCE_MAX];
+	struct box_nsbox_inst i = { 0, -1, BOX_CG_NONE };
+	const char *name;
+	cJSON *o;
+	ssize_t n;
+	int fd, mode, r;
+
+	box_fmt(p, sizeof(p), "%s/" INSTANCE_FILE, sdir);
+	fd = open(p, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+	if (fd < 0)
+		return errno == ENOENT ? 0 : box_err_sys(err, "cannot read %s", p);
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	o = n > 0 ? box_json_parse(buf, (size_t)n, &(struct box_err){ 0 }) : NULL;
+	name = box_json_get_str(o, "cgroup_name", NULL);
+	if (!name || !box_cg_valid_name(name)) {
+		cJSON_Delete(o);
+		return 0;
+	}
+	i.pid = (pid_t)box_json_get_int(o, "pid", 0);
+	i.start = box_json_get_int(o, "start", -1);
+	mode = box_cg_mode_from_name(box_json_get_str(o, "cgroup", NULL));
+	i.cg = mode >= 0 ? (enum box_cg_mode)mode : box_cg_detect();
+	r = box_nsbox_stop(&i, name, err);
+	cJSON_Delete(o);
+	return r;
+}
+
 static int local_start(struct box_sbprov_session *s, const cJSON *create_req,
 		       struct box_err *err)
 {
 	struct box_nsbox_config c;
 	struct box_nsbox_inst i;
 	struct box_nsbox_mounts ms;
-	char tool_bin[PATH_MAX];
+	char tool_bin[PATH_MAX], cgname[BOX_CG_NAME_MAX + 1];
 	cJSON *h;
 	int r = -1;
 
@@ -873,6 +972,13 @@ static int local_start(struct box_sbprov_session *s, const cJSON *create_req,
 				   &ms, err) < 0)
 		return -1;
 	config_of(s, &c, &ms, tool_bin, sizeof(tool_bin));
+	/* what a start killed half-way left behind goes first; then the new instance's name is
+	 * noted before any of it exists */
+	(void)stop_noted(s->sdir, &(struct box_err){ 0 });
+	new_cgname(s->id, cgname);
+	c.cgname = cgname;
+	if (write_instance(s->sdir, cgname, NULL, err) < 0)
+		goto out;
 	if (c.tool_bin) {
 		c.serve_fd = tool_socket(s, &c, err);
 		if (c.serve_fd < 0)
@@ -885,6 +991,8 @@ static int local_start(struct box_sbprov_session *s, const cJSON *create_req,
 	box_json_add_int64(h, "pid", i.pid);
 	box_json_add_int64(h, "start", i.start);
 	cJSON_AddStringToObject(h, "cgroup", box_cg_mode_name(i.cg));
+	cJSON_AddStringToObject(h, "cgroup_name", cgname);
+	(void)write_instance(s->sdir, cgname, &i, &(struct box_err){ 0 });
 	cJSON_DeleteItemFromObjectCaseSensitive(s->rec->provider_data, "holder");
 	cJSON_AddItemToObject(s->rec->provider_data, "holder", h);
 	r = 0;
@@ -895,13 +1003,19 @@ out:
 	return r;
 }
 
+/* A session whose record cannot be read: what its directory notes is ended. */
+static int local_stop_noted(struct box_sbprov_session *s, struct box_err *err)
+{
+	return stop_noted(s->sdir, err);
+}
+
 static int local_observe(struct box_sbprov_session *s, struct box_err *err)
 {
 	struct box_nsbox_inst i;
 
 	(void)err;
 	inst_of(s, &i);
-	return box_nsbox_observe(&i, s->id);
+	return box_nsbox_observe(&i, cg_of(s));
 }
 
 static int local_pause(struct box_sbprov_session *s, struct box_err *err)
@@ -909,7 +1023,7 @@ static int local_pause(struct box_sbprov_session *s, struct box_err *err)
 	struct box_nsbox_inst i;
 
 	inst_of(s, &i);
-	return box_nsbox_pause(&i, s->id, err);
+	return box_nsbox_pause(&i, cg_of(s), err);
 }
 
 static int local_resume(struct box_sbprov_session *s, struct box_err *err)
@@ -917,7 +1031,7 @@ static int local_resume(struct box_sbprov_session *s, struct box_err *err)
 	struct box_nsbox_inst i;
 
 	inst_of(s, &i);
-	return box_nsbox_resume(&i, s->id, err);
+	return box_nsbox_resume(&i, cg_of(s), err);
 }
 
 static int local_stop(struct box_sbprov_session *s, struct box_err *err)
@@ -925,7 +1039,10 @@ static int local_stop(struct box_sbprov_session *s, struct box_err *err)
 	struct box_nsbox_inst i;
 
 	inst_of(s, &i);
-	return box_nsbox_stop(&i, s->id, err);
+	if (box_nsbox_stop(&i, cg_of(s), err) < 0)
+		return -1;
+	/* and a newer instance that a start killed half-way left unrecorded */
+	return stop_noted(s->sdir, err);
 }
 
 static void env_set(const char **envp, size_t *n, size_t max, const char *kv)
@@ -1243,7 +1360,7 @@ static int keeper_tick(const void *ctx)
 	struct stat st;
 	char p[PATH_MAX];
 	int64_t idle_ms, since;
-	int lockfd;
+	int lockfd, runlockfd;
 	struct box_err e;
 
 	box_err_init(&e);
@@ -1254,9 +1371,16 @@ static int keeper_tick(const void *ctx)
 	since = (int64_t)(time(NULL) - st.st_mtime) * 1000;
 	if (since < idle_ms)
 		return (int)(idle_ms - since + 50 > 3600000 ? 3600000 : idle_ms - since + 50);
-	lockfd = box_sbstate_lock(s.dir, s.id, 0, &e);
-	if (lockfd < 0)
+	/* an exec holds the instance lock for its whole run: a session running a command is
+	 * not idle */
+	runlockfd = box_sbstate_lock_instance(s.dir, s.id, 0, &e);
+	if (runlockfd < 0)
 		return 1000;   /* an operation is running: look again soon */
+	lockfd = box_sbstate_lock(s.dir, s.id, 0, &e);
+	if (lockfd < 0) {
+		close(runlockfd);
+		return 1000;
+	}
 	box_sbstate_init(&rec);
 	s.rec = &rec;
 	if (box_sbstate_read(s.dir, s.id, &rec, &e) == 0 && rec.state == BOX_SB_RUNNING &&
@@ -1267,12 +1391,15 @@ static int keeper_tick(const void *ctx)
 	}
 	box_sbstate_release(&rec);
 	close(lockfd);
+	close(runlockfd);
 	return (int)(idle_ms > 3600000 ? 3600000 : idle_ms);
 }
 
-/* The keeper's tool socket: the tools granted at create, loaded once, answered one
- * connection at a time. Lua tools run in the box-run found in the keeper's environment,
- * which is that of the create or resume that started it. */
+/* The keeper's tool socket: the tools granted at create, loaded once in the keeper. Each
+ * call is answered in a child of its own, so that a slow tool never stalls the keeper (nor the
+ * next call); the call ends, its tool's process group killed, when its caller hangs up (the
+ * exec that made it ended) or the keeper dies. Lua tools run in the box-run found in the
+ * keeper's environment, which is that of the create or resume that started it. */
 static void keeper_serve(int fd, const void *ctx)
 {
 	static struct box_toolset *set;
@@ -1283,7 +1410,11 @@ static void keeper_serve(int fd, const void *ctx)
 	const char *path = box_json_get_str(pdata(s, "config"), "tools", NULL);
 	struct box_toolset none = { NULL, 0 };
 	struct box_err e;
+	pid_t keeper = getpid(), child;
+	int conn = accept4(fd, NULL, NULL, SOCK_CLOEXEC);
 
+	if (conn < 0)
+		return;
 	box_err_init(&e);
 	if (!tried) {
 		tried = 1;
@@ -1293,11 +1424,25 @@ static void keeper_serve(int fd, const void *ctx)
 	}
 	/* a set that failed to load (a store entry changed since create) is tried again at
 	 * the next call, and meanwhile every call gets the reason */
-	if (!set && path && !(set = box_tools_load(path, &e))) {
-		box_toolsrv_serve_error(fd, &e);
-		return;
+	if (!set && path)
+		set = box_tools_load(path, &e);
+	child = fork();
+	if (child == 0) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		if (getppid() != keeper)
+			_exit(0);
+		close(fd);
+		box_proc_cancel_on_hangup(conn);
+		box_toolsrv_serve_conn(conn, set ? set : &none, &o,
+				       !set && path ? &e : NULL);
+		_exit(0);
 	}
-	box_toolsrv_serve_one(fd, set ? set : &none, &o);
+	if (child < 0) {
+		box_err_sys(&e, "the keeper cannot fork for a tool call");
+		box_toolsrv_serve_conn(conn, NULL, NULL, &e);
+	} else {
+		close(conn);
+	}
 }
 
 const struct box_sbprov box_nsbox_provider = {
@@ -1311,6 +1456,7 @@ const struct box_sbprov box_nsbox_provider = {
 	.pause = local_pause,
 	.resume = local_resume,
 	.stop = local_stop,
+	.stop_noted = local_stop_noted,
 	.exec = local_exec,
 	.read = local_read,
 	.write = local_write,

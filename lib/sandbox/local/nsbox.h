@@ -53,6 +53,9 @@ struct box_nsbox_config {
 	const char *dir;       /* the session directory, absolute: workspace/ input/ output/
 				* root/ logs/ run/ live there */
 	const char *id;
+	const char *cgname;    /* the instance's groups: box/<cgname> (box_cg_valid_name); one
+				* of its own per instance, so that sessions of one id under two
+				* state directories never share them */
 	int64_t memory;        /* bytes, <= 0: none */
 	int64_t pids;          /* <= 0: none */
 	int64_t disk_bytes;    /* bound of /workspace + /output and size of /tmp */
@@ -93,7 +96,8 @@ int box_nsbox_start(const struct box_nsbox_config *c, struct box_nsbox_inst *out
 		    struct box_err *err);
 
 /* What the host sees of an instance: BOX_SB_OBS_ABSENT (no such process, or a recycled
- * pid), BOX_SB_OBS_RUNNING or BOX_SB_OBS_PAUSED (as enum box_sb_observed values). */
+ * pid), BOX_SB_OBS_RUNNING or BOX_SB_OBS_PAUSED (as enum box_sb_observed values). Here and
+ * below, id is the instance's group name (box_nsbox_config.cgname). */
 int box_nsbox_observe(const struct box_nsbox_inst *i, const char *id);
 
 /* Freezes / thaws every process of the instance (the cgroup freezer, SIGSTOP/SIGCONT of the

@@ -224,7 +224,7 @@ void box_nsbox_c1_main(int pidfd, const int *nsfds, const struct box_nsbox_confi
 {
 	pid_t c2;
 
-	if (box_cg_join(join_cg, c->id, 0, &(struct box_err){ 0 }) < 0)
+	if (box_cg_join(join_cg, c->cgname, 0, &(struct box_err){ 0 }) < 0)
 		box_nsbox_fail_stage(f->status[1], BOX_NSBOX_ST_CGROUP);
 	if (box_nsbox_join(pidfd, nsfds) < 0)
 		box_nsbox_fail_stage(f->status[1], BOX_NSBOX_ST_SETNS);
@@ -397,7 +397,7 @@ struct run {
 	char disk_why[200];           /* why the disk could not be measured ("": it could) */
 	size_t status_got, in_off;
 	enum box_sbexec_limit seen;   /* what the host saw while the command ran */
-	pid_t c1;                     /* the chain's first process when not the keeper's */
+	int ran;                      /* the keeper started the command */
 };
 
 static void run_init(struct run *r, const struct box_nsbox_inst *i,
@@ -442,21 +442,16 @@ static int run_open(struct run *r, struct box_err *err)
 	return 0;
 }
 
-/* The chain, started by the keeper (already in the sandbox's groups) or, when it cannot be
- * asked, by this process; the host keeps only its own ends of the pipes. */
+/* The chain, started by the keeper (already in the sandbox's groups) or its zygote, never by
+ * this process: a keeper that does not take it means it did not run (lib/sandbox/local/nskeeper.c). The
+ * host keeps only its own ends of the pipes. */
 static int run_spawn(struct run *r, struct box_err *err)
 {
 	struct box_nsbox_exec_fds *f = &r->f;
+	int rc;
 
-	box_cg_counters(r->i->cg, r->c->id, &r->before);
-	if (box_nsbox_spawn_via_keeper(r->c, r->x, r->deadline, f) < 0) {
-		r->c1 = fork();
-		if (r->c1 < 0)
-			return box_err_sys(err, "fork");
-		if (r->c1 == 0)
-			box_nsbox_c1_main(r->pidfd, NULL, r->c, r->x, f, r->deadline, r->nocg,
-					  r->i->cg);
-	}
+	box_cg_counters(r->i->cg, r->c->cgname, &r->before);
+	rc = box_nsbox_spawn_via_keeper(r->c, r->x, r->deadline, f, &r->ran, err);
 	close(r->pidfd);
 	r->pidfd = -1;
 	close(f->out[1]);
@@ -465,9 +460,14 @@ static int run_spawn(struct run *r, struct box_err *err)
 	close(f->ctl[0]);
 	close(f->in[0]);
 	f->out[1] = f->errp[1] = f->status[1] = f->ctl[0] = f->in[0] = -1;
+	if (rc < 0 && r->ran) {
+		/* it may have started: its output is read as if it had */
+		box_err_init(err);
+		rc = 0;
+	}
 	if (f->in[1] >= 0)
 		fcntl(f->in[1], F_SETFL, O_NONBLOCK);
-	return 0;
+	return rc;
 }
 
 /* Reads what is ready of stdout, stderr and the status; feeds stdin. */
@@ -529,7 +529,7 @@ static void run_watch(struct run *r)
 	int64_t now = box_now_ms();
 
 	if (!r->seen && r->x->cpu_ms > 0 && !r->nocg) {
-		box_cg_counters(r->i->cg, r->c->id, &r->after);
+		box_cg_counters(r->i->cg, r->c->cgname, &r->after);
 		if (r->after.cpu_ns >= 0 && r->before.cpu_ns >= 0 &&
 		    (r->after.cpu_ns - r->before.cpu_ns) / 1000000 > r->x->cpu_ms)
 			r->seen = BOX_SBEXEC_LIMIT_CPU;
@@ -572,8 +572,6 @@ static void run_pump(struct run *r)
 		run_io(r, p);
 		run_watch(r);
 	}
-	if (r->c1 > 0)
-		waitpid(r->c1, NULL, 0);
 }
 
 /* 0 when the supervisor reported a command that ran, -1 with err otherwise. */
@@ -582,11 +580,13 @@ static int run_status(struct run *r, struct box_err *err)
 	if (!r->have_status) {
 		/* kill -1 inside reaches the supervisor too: what it left may still run, so the
 		 * instance ends, and the next operation replaces it from the kept workspace */
-		(void)box_nsbox_stop(r->i, r->c->id, &(struct box_err){ 0 });
+		(void)box_nsbox_stop(r->i, r->c->cgname, &(struct box_err){ 0 });
 		return box_err_set(err, BOX_E_GUEST, "the command killed its supervisor; the "
 				   "sandbox's processes were ended and the next operation restarts it");
 	}
 	if (r->st.stage != BOX_NSBOX_ST_DONE) {
+		/* the chain failed before it forked the command: nothing of it ran */
+		r->ran = 0;
 		errno = r->st.err_no;
 		if (r->st.stage == BOX_NSBOX_ST_SETNS && (errno == ESRCH || errno == EBADF))
 			return box_err_set(err, BOX_E_NOT_FOUND, "the sandbox's holder is gone");
@@ -603,7 +603,7 @@ static int run_result(struct run *r, struct box_sbexec_result *res, struct box_e
 	const struct box_nsbox_exec_status *st = &r->st;
 	const struct capture *cap = &r->cap;
 
-	box_cg_counters(r->i->cg, r->c->id, &r->after);
+	box_cg_counters(r->i->cg, r->c->cgname, &r->after);
 	facts.timed_out = st->timed_out;
 	facts.seen = r->seen;
 	/* a fast writer can fill the disk between two looks: look once more at the end */
@@ -674,6 +674,7 @@ int box_nsbox_exec(const struct box_nsbox_inst *i, const struct box_nsbox_config
 		run_pump(&r);
 		rc = run_status(&r, err) < 0 ? -1 : run_result(&r, res, err);
 	}
+	res->ran = r.ran;
 	run_release(&r);
 	return rc;
 }

@@ -1,5 +1,34 @@
 /* The keeper: the holder's parent on the host, which serves the control socket (it starts the
- * exec chain) and the tool socket, and runs the idle tick. */
+ * exec chain) and the tool socket, and runs the idle tick.
+ *
+ * The control socket (ctl.sock in the session directory), one exec per connection. An exec
+ * runs at most once, and its caller always learns whether it ran:
+ *
+ *   client                                   server (the zygote, else the keeper)
+ *   connect (non-blocking, retried until
+ *     READY_WAIT_MS)                         accept, fork a handler for the connection
+ *                                            and go back to accepting at once
+ *   5 descriptors (stdin, stdout, stderr,
+ *     status, control) and a frame 'x'
+ *     with the request (JSON)         --->   handler: receives them (SPAWN_IO_MS)
+ *                                     <---   'r' (ready): it can run the command
+ *   no 'r' within READY_WAIT_MS: gives up,
+ *     "ran": false, conflict (retryable);
+ *     it closes the connection
+ *   'g' (go)                          --->   handler: waits GO_WAIT_MS for 'g'; anything
+ *                                            else, or the connection closing, ends the
+ *                                            handler: the command never runs
+ *                                     <---   'k' (started); only when that byte went out
+ *                                            does the handler start the command
+ *   'k': "ran": true. The connection closing
+ *     without 'k': the command did not run
+ *     and never will ("ran": false).
+ *
+ * Nothing on either side runs the command in any other way: a busy, stopped or dead server
+ * costs the caller a "ran": false error, never a second run. A client killed before 'g'
+ * leaves nothing to run; one killed after it leaves a command whose output nobody reads,
+ * ended by its deadline like any other. The handler in the zygote (already in the sandbox's
+ * namespaces) becomes the supervisor itself; the keeper's first joins them (c1). */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -34,7 +63,10 @@
 #include "banned.h"
 
 #define SPAWN_REQUEST_MAX ((size_t)32 << 20)
-#define SPAWN_IO_MS 5000
+#define SPAWN_IO_MS 10000     /* the handler receives the descriptors and the request */
+#define GO_WAIT_MS 20000      /* the handler waits for go after ready */
+#define READY_WAIT_MS 20000   /* the client waits for ready */
+#define STARTED_WAIT_MS (GO_WAIT_MS + SPAWN_IO_MS + 30000)  /* and for 'k' after go */
 
 static void close_from(int lowfd, int keep)
 {
@@ -139,93 +171,117 @@ static char **strings_of(const cJSON *arr)
 	return v;
 }
 
-/* One request on the control socket: the command and its descriptors; the keeper forks the
- * first process of the exec chain (it joins the holder's namespaces through the keeper's
- * pidfd, taken when the holder was born) and answers "k", or "e" when it could not. */
-static void keeper_spawn(const struct box_nsbox_config *c, enum box_cg_mode cg, int ctl,
-			 int pidfd, const int *nsfds, int serve, int joined)
+/* Reads one byte from fd before deadline_ms: the byte, -1 when the connection closed (or
+ * failed), -2 when the deadline passed. */
+static int read_byte(int fd, int64_t deadline_ms)
 {
-	int conn = accept4(ctl, NULL, NULL, SOCK_CLOEXEC), fds[SPAWN_FDS], k;
+	for (;;) {
+		struct pollfd pf = { fd, POLLIN, 0 };
+		int64_t left = deadline_ms - box_now_ms();
+		unsigned char b;
+		ssize_t n;
+		int r;
+
+		if (left <= 0)
+			return -2;
+		r = poll(&pf, 1, left > 1000 ? 1000 : (int)left);
+		if (r < 0 && errno != EINTR)
+			return -1;
+		if (r <= 0)
+			continue;
+		n = read(fd, &b, 1);
+		if (n == 1)
+			return b;
+		if (n == 0 || (errno != EINTR && errno != EAGAIN))
+			return -1;
+	}
+}
+
+static int send_byte(int fd, char b)
+{
+	return send(fd, &b, 1, MSG_NOSIGNAL) == 1 ? 0 : -1;
+}
+
+/* The handler of one connection (see the top of this file): the request, ready, go, then the
+ * command: the zygote's handler is in the sandbox's namespaces already and becomes the
+ * supervisor, the keeper's becomes the first process of the chain. Anything short of go ends
+ * it without running anything. */
+static void __attribute__((noreturn)) ctl_handle(const struct box_nsbox_config *c,
+						 enum box_cg_mode cg, int conn, int pidfd,
+						 const int *nsfds, int joined)
+{
+	int fds[SPAWN_FDS], k;
 	int64_t deadline = box_now_ms() + SPAWN_IO_MS;
 	struct box_ipc_in in = BOX_IPC_IN_INIT;
+	struct box_ipc_field fld[1];
 	struct box_buf payload;
 	struct box_err e;
+	struct box_sbexec x = { 0 };
+	struct box_nsbox_exec_fds f;
 	uint8_t op;
 	cJSON *req = NULL;
-	char **argv = NULL, **envp = NULL;
-	char ack = 'e';
+	char **argv, **envp;
 
-	if (conn < 0)
-		return;
 	box_err_init(&e);
 	box_buf_init(&payload, SPAWN_REQUEST_MAX);
 	for (k = 0; k < SPAWN_FDS; k++)
 		fds[k] = -1;
 	if (box_ipc_recv_fds(conn, fds, SPAWN_FDS, deadline, &e) < 0 ||
-	    box_ipc_recv(conn, &in, &op, &payload, deadline, &e) != 1)
-		goto out;
-	{
-		struct box_ipc_field fld[1];
+	    box_ipc_recv(conn, &in, &op, &payload, deadline, &e) != 1 || op != 'x' ||
+	    box_ipc_split(payload.data, payload.len, fld, 1) != 1 ||
+	    !(req = box_json_parse(fld[0].p, fld[0].n, &e)))
+		_exit(0);
+	argv = strings_of(cJSON_GetObjectItemCaseSensitive(req, "argv"));
+	envp = strings_of(cJSON_GetObjectItemCaseSensitive(req, "env"));
+	if (!argv || !envp || !argv[0])
+		_exit(0);
+	x.argv = (const char *const *)argv;
+	x.env = (const char *const *)envp;
+	x.cwd = box_json_get_str(req, "cwd", NULL);
+	x.cpu_ms = box_json_get_int(req, "cpu_ms", 0);
+	f = (struct box_nsbox_exec_fds){ .out = { -1, fds[1] }, .errp = { -1, fds[2] },
+					 .in = { fds[0], -1 }, .status = { -1, fds[3] },
+					 .ctl = { fds[4], -1 } };
+	if (send_byte(conn, 'r') < 0 || read_byte(conn, box_now_ms() + GO_WAIT_MS) != 'g' ||
+	    send_byte(conn, 'k') < 0)
+		_exit(0);
+	close(conn);
+	if (joined)
+		box_nsbox_supervisor_main(c, &x, &f, box_json_get_int(req, "deadline", 0),
+					  cg == BOX_CG_NONE);
+	box_nsbox_c1_main(pidfd, nsfds, c, &x, &f, box_json_get_int(req, "deadline", 0),
+			  cg == BOX_CG_NONE, BOX_CG_NONE);
+}
 
-		if (op != 'x' || box_ipc_split(payload.data, payload.len, fld, 1) != 1)
-			goto out;
-		req = box_json_parse(fld[0].p, fld[0].n, &e);
-	}
-	argv = req ? strings_of(cJSON_GetObjectItemCaseSensitive(req, "argv")) : NULL;
-	envp = req ? strings_of(cJSON_GetObjectItemCaseSensitive(req, "env")) : NULL;
-	if (argv && envp && argv[0]) {
-		struct box_sbexec x = { 0 };
-		struct box_nsbox_exec_fds f = { .out = { -1, fds[1] }, .errp = { -1, fds[2] },
-				      .in = { fds[0], -1 }, .status = { -1, fds[3] },
-				      .ctl = { fds[4], -1 } };
-		int64_t until = box_json_get_int(req, "deadline", 0);
-		pid_t c1;
+/* One connection on the control socket: a handler of its own takes it, and the server is
+ * back at once (a slow or stalled client never holds up the next exec). */
+static void ctl_accept(const struct box_nsbox_config *c, enum box_cg_mode cg, int ctl,
+		       int pidfd, const int *nsfds, int serve, int joined)
+{
+	int conn = accept4(ctl, NULL, NULL, SOCK_CLOEXEC);
+	pid_t h;
 
-		x.argv = (const char *const *)argv;
-		x.env = (const char *const *)envp;
-		x.cwd = box_json_get_str(req, "cwd", NULL);
-		x.cpu_ms = box_json_get_int(req, "cpu_ms", 0);
-		c1 = fork();
-		if (c1 == 0) {
-			close(conn);
-			close(ctl);
-			if (serve >= 0)
-				close(serve);
-			/* the zygote is in the sandbox already: its child is the supervisor */
-			if (joined)
-				box_nsbox_supervisor_main(c, &x, &f, until, cg == BOX_CG_NONE);
-			box_nsbox_c1_main(pidfd, nsfds, c, &x, &f, until, cg == BOX_CG_NONE, BOX_CG_NONE);
-		}
-		if (c1 > 0)
-			ack = 'k';
+	if (conn < 0)
+		return;
+	h = fork();
+	if (h == 0) {
+		close(ctl);
+		if (serve >= 0)
+			close(serve);
+		ctl_handle(c, cg, conn, pidfd, nsfds, joined);
 	}
-out:
-	(void)!write(conn, &ack, 1);
-	for (k = 0; k < SPAWN_FDS; k++)
-		if (fds[k] >= 0)
-			close(fds[k]);
-	free(argv);
-	free(envp);
-	cJSON_Delete(req);
-	box_buf_release(&payload);
+	/* no handler: the connection closes before ready, and the caller learns that nothing
+	 * ran */
 	close(conn);
 }
 
-/* The exec asks the keeper for its processes: 0 when the keeper took them, -1 when it could
- * not be asked (an older keeper, a dead one): the caller then starts them itself. */
-int box_nsbox_spawn_via_keeper(const struct box_nsbox_config *c, const struct box_sbexec *x,
-			    int64_t deadline, const struct box_nsbox_exec_fds *f)
+/* The request of an exec as the handler reads it; NULL on OOM. */
+static char *spawn_request(const struct box_sbexec *x, int64_t deadline)
 {
-	char p[4096], ack = 0;
-	int fds[SPAWN_FDS] = { f->in[0], f->out[1], f->errp[1], f->status[1], f->ctl[0] };
-	int sock, k, r = -1;
-	struct box_err e;
 	cJSON *req = cJSON_CreateObject(), *argv = cJSON_CreateArray(), *env = cJSON_CreateArray();
-	char *text = NULL;
-	size_t len = 0;
-	struct pollfd pf;
+	char *text;
+	int k;
 
-	box_err_init(&e);
 	for (k = 0; x->argv[k]; k++)
 		cJSON_AddItemToArray(argv, cJSON_CreateString(x->argv[k]));
 	for (k = 0; x->env[k]; k++)
@@ -238,21 +294,62 @@ int box_nsbox_spawn_via_keeper(const struct box_nsbox_config *c, const struct bo
 	box_json_add_int64(req, "cpu_ms", x->cpu_ms);
 	text = cJSON_PrintUnformatted(req);
 	cJSON_Delete(req);
-	if (!text || ctl_path(c, p, sizeof(p)) < 0)
+	return text;
+}
+
+/* The client's side of the protocol at the top of this file. */
+int box_nsbox_spawn_via_keeper(const struct box_nsbox_config *c, const struct box_sbexec *x,
+			       int64_t deadline, const struct box_nsbox_exec_fds *f, int *ran,
+			       struct box_err *err)
+{
+	char p[4096];
+	int fds[SPAWN_FDS] = { f->in[0], f->out[1], f->errp[1], f->status[1], f->ctl[0] };
+	int64_t ready_by = box_now_ms() + READY_WAIT_MS;
+	int sock = -1, b, r = -1;
+	char *text = spawn_request(x, deadline);
+
+	*ran = 0;
+	if (!text)
+		return box_err_set(err, BOX_E_INTERNAL, "out of memory");
+	if (ctl_path(c, p, sizeof(p)) < 0) {
+		box_err_set(err, BOX_E_INVALID, "session directory path too long");
 		goto out;
-	len = strlen(text);
-	sock = box_ipc_connect(p, &e);
-	if (sock < 0)
-		goto out;
-	if (box_ipc_send_fds(sock, fds, SPAWN_FDS, &e) == 0 &&
-	    box_ipc_send(sock, 'x', &(struct box_ipc_field){ text, len }, 1,
-			 box_now_ms() + SPAWN_IO_MS, &e) == 0) {
-		pf = (struct pollfd){ sock, POLLIN, 0 };
-		if (poll(&pf, 1, SPAWN_IO_MS) == 1 && read(sock, &ack, 1) == 1 && ack == 'k')
-			r = 0;
 	}
-	close(sock);
+	sock = box_ipc_connect_by(p, ready_by, err);
+	if (sock < 0) {
+		box_err_set(err, BOX_E_CONFLICT, "the sandbox's keeper cannot be reached (%s); the "
+			    "command did not run", err->message);
+		err->retryable = 1;
+		goto out;
+	}
+	if (box_ipc_send_fds(sock, fds, SPAWN_FDS, err) < 0 ||
+	    box_ipc_send(sock, 'x', &(struct box_ipc_field){ text, strlen(text) }, 1, ready_by,
+			 err) < 0 || (b = read_byte(sock, ready_by)) != 'r') {
+		box_err_set(err, BOX_E_CONFLICT, "the sandbox's keeper did not take the command "
+			    "within %d ms; it did not run", READY_WAIT_MS);
+		err->retryable = 1;
+		goto out;
+	}
+	if (send_byte(sock, 'g') < 0) {
+		box_err_set(err, BOX_E_IO, "the sandbox's keeper went away; the command did not run");
+		goto out;
+	}
+	b = read_byte(sock, box_now_ms() + STARTED_WAIT_MS);
+	if (b == 'k') {
+		*ran = 1;
+		r = 0;
+	} else if (b == -1) {
+		/* closed without 'k': the handler never started it, and never will */
+		box_err_set(err, BOX_E_IO, "the sandbox's keeper dropped the command; it did not run");
+	} else {
+		/* a handler that neither started nor dropped it in all that time: it may still */
+		*ran = 1;
+		box_err_set(err, BOX_E_IO, "the sandbox's keeper did not say whether the command "
+			    "started");
+	}
 out:
+	if (sock >= 0)
+		close(sock);
 	free(text);
 	return r;
 }
@@ -306,7 +403,7 @@ static void keeper_join_groups(struct keeper *k, pid_t pid)
 	struct box_err err;
 
 	box_err_init(&err);
-	if (box_cg_join(k->cg, k->c->id, pid, &err) < 0) {
+	if (box_cg_join(k->cg, k->c->cgname, pid, &err) < 0) {
 		errno = EIO;
 		box_nsbox_die(k->rep, "cgroup", err.message);
 	}
@@ -380,10 +477,18 @@ static void keeper_serve(struct keeper *k)
 {
 	const struct box_nsbox_config *c = k->c;
 	int64_t next_tick = 0;
+	sigset_t chld;
+	int sfd;
 
+	/* children (tool calls, handlers, and what they leave: the keeper is a subreaper) are
+	 * reaped as soon as they end */
+	sigemptyset(&chld);
+	sigaddset(&chld, SIGCHLD);
+	sigprocmask(SIG_BLOCK, &chld, NULL);
+	sfd = signalfd(-1, &chld, SFD_CLOEXEC | SFD_NONBLOCK);
 	for (;;) {
-		struct pollfd pfd[3] = { { k->pidfd, POLLIN, 0 }, { k->ctl, POLLIN, 0 },
-					 { k->serve, POLLIN, 0 } };
+		struct pollfd pfd[4] = { { k->pidfd, POLLIN, 0 }, { k->ctl, POLLIN, 0 },
+					 { k->serve, POLLIN, 0 }, { sfd, POLLIN, 0 } };
 		int wait_ms = -1;
 
 		if (c->keeper_tick && next_tick >= 0 && box_now_ms() >= next_tick) {
@@ -397,16 +502,22 @@ static void keeper_serve(struct keeper *k)
 			waitpid(k->holder, NULL, 0);
 			return;
 		}
-		if (poll(pfd, k->serve >= 0 ? 3 : 2, wait_ms) < 0 && errno != EINTR)
+		if (poll(pfd, 4, wait_ms) < 0 && errno != EINTR)
 			return;
 		if (pfd[0].revents) {
 			waitpid(k->holder, NULL, 0);
 			return;
 		}
-		if (pfd[1].revents)
-			keeper_spawn(c, k->cg, k->ctl, k->pidfd, k->nsfds, k->serve, 0);
+		if (k->ctl >= 0 && pfd[1].revents)
+			ctl_accept(c, k->cg, k->ctl, k->pidfd, k->nsfds, k->serve, 0);
 		if (k->serve >= 0 && pfd[2].revents && c->keeper_serve)
 			c->keeper_serve(k->serve, c->keeper_ctx);
+		if (pfd[3].revents) {
+			struct signalfd_siginfo si;
+
+			while (read(sfd, &si, sizeof(si)) > 0)
+				;
+		}
 		while (waitpid(-1, NULL, WNOHANG) > 0)
 			;
 	}
@@ -452,7 +563,7 @@ static void __attribute__((noreturn)) zygote_main(struct keeper *k, pid_t keeper
 		while (waitpid(-1, NULL, WNOHANG) > 0)
 			;
 		if (pfd[0].revents)
-			keeper_spawn(k->c, k->cg, k->ctl, -1, NULL, -1, 1);
+			ctl_accept(k->c, k->cg, k->ctl, -1, NULL, -1, 1);
 	}
 }
 

@@ -70,9 +70,13 @@ void box_nsbox_supervisor_main(const struct box_nsbox_config *c, const struct bo
 			       const struct box_nsbox_exec_fds *f, int64_t deadline, int nocg)
 	__attribute__((noreturn));
 
-/* Asks the keeper to start the exec chain with the chain's ends of f: 0 when it took them,
- * -1 when it could not be asked (the caller then starts the chain itself). */
+/* Asks the keeper (or its zygote) to start the exec chain with the chain's ends of f, by the
+ * protocol at the top of lib/sandbox/local/nskeeper.c: 0 when it started it (*ran 1); -1 with err
+ * otherwise: conflict (retryable) when the keeper did not take it in time, io_error when it
+ * dropped it, both with *ran 0 (the command did not run and never will), or io_error with
+ * *ran 1 when the keeper never said whether it started. */
 int box_nsbox_spawn_via_keeper(const struct box_nsbox_config *c, const struct box_sbexec *x,
-			       int64_t deadline, const struct box_nsbox_exec_fds *f);
+			       int64_t deadline, const struct box_nsbox_exec_fds *f, int *ran,
+			       struct box_err *err);
 
 #endif
