@@ -186,9 +186,28 @@ static int read_reports(int rep, pid_t *holder, struct box_err *err)
 	}
 }
 
-int box_nsbox_start(const struct box_nsbox_config *c, struct box_nsbox_inst *out,
+/* The session's workspace/, input/ and output/ belong to the guest's root (not what is in
+ * them: the host API gives what it writes there to the guest itself). */
+static int give_dirs(const char *dir, const struct box_idmap *ids, struct box_err *err)
+{
+	static const char *const sub[] = { "workspace", "input", "output" };
+	char p[4096];
+	size_t i;
+
+	if (ids->uid == (uint32_t)geteuid() && ids->gid == (uint32_t)getegid())
+		return 0;
+	for (i = 0; i < sizeof(sub) / sizeof(sub[0]); i++) {
+		box_fmt(p, sizeof(p), "%s/%s", dir, sub[i]);
+		if (fchownat(AT_FDCWD, p, (uid_t)ids->uid, (gid_t)ids->gid, AT_SYMLINK_NOFOLLOW) < 0)
+			return box_err_sys(err, "cannot give %s to the guest", p);
+	}
+	return 0;
+}
+
+int box_nsbox_start(const struct box_nsbox_config *config, struct box_nsbox_inst *out,
 		    struct box_err *err)
 {
+	struct box_nsbox_config cc = *config, *c = &cc;
 	int rep[2], ready;
 	pid_t k, holder = 0;
 	enum box_cg_mode cg;
@@ -198,7 +217,9 @@ int box_nsbox_start(const struct box_nsbox_config *c, struct box_nsbox_inst *out
 		return box_err_set(err, BOX_E_UNSUPPORTED, "this kernel has no user namespaces");
 	if (c->dir[0] != '/')
 		return box_err_set(err, BOX_E_INTERNAL, "session directory must be absolute");
-	if (make_dirs(c->dir, err) < 0)
+	if (c->ids.count == 0 && box_idmap_for_guest(&c->ids, NULL, NULL, err) < 0)
+		return -1;
+	if (make_dirs(c->dir, err) < 0 || give_dirs(c->dir, &c->ids, err) < 0)
 		return -1;
 	cg = box_cg_detect();
 	if (box_cg_create(cg, c->id, &lim, err) < 0)
@@ -220,7 +241,7 @@ int box_nsbox_start(const struct box_nsbox_config *c, struct box_nsbox_inst *out
 	close(rep[0]);
 	waitpid(k, NULL, WNOHANG);
 	if (!ready || holder <= 0) {
-		struct box_nsbox_inst dead = { holder, -1, cg };
+		struct box_nsbox_inst dead = { holder, -1, cg, c->ids };
 
 		if (err->code == BOX_OK)
 			box_err_set(err, BOX_E_IO, "the sandbox did not report its holder");
@@ -232,6 +253,7 @@ int box_nsbox_start(const struct box_nsbox_config *c, struct box_nsbox_inst *out
 	out->pid = holder;
 	out->start = proc_start_time(holder);
 	out->cg = cg;
+	out->ids = c->ids;
 	if (out->start < 0)
 		return box_err_set(err, BOX_E_IO, "the sandbox's holder ended right after starting");
 	return 0;
