@@ -16,13 +16,14 @@
 static const char usage[] =
 	"Usage: box-sbfiles outputs [--max-files N] DIR\n"
 	"       box-sbfiles snapshot SRC_DIR SNAP_DIR\n"
-	"       box-sbfiles restore SNAP_DIR DIGEST DEST_PARENT NAME\n"
+	"       box-sbfiles restore SNAP_DIR DIGEST DEST_PARENT NAME [UID:GID]\n"
 	"       box-sbfiles --help | --version\n"
 	"\n"
 	"File work of box-sandbox, not meant to be run by hand. Prints one JSON object.\n"
 	"  outputs   list the files under DIR: path, size, sha256 (symlinks never followed)\n"
 	"  snapshot  pack SRC_DIR into SNAP_DIR/<hex>.tar.gz and print its digest\n"
-	"  restore   replace DEST_PARENT/NAME with the snapshot DIGEST from SNAP_DIR\n";
+	"  restore   replace DEST_PARENT/NAME with the snapshot DIGEST from SNAP_DIR (owned by\n"
+	"            UID:GID when given)\n";
 
 static const struct box_cli cli = { .name = "box-sbfiles" };
 
@@ -119,11 +120,25 @@ static cJSON *snapshot(int argc, char **argv, struct box_err *err)
 static cJSON *restore(int argc, char **argv, struct box_err *err)
 {
 	int snap, parent, r;
+	unsigned long uid = (unsigned long)-1, gid = (unsigned long)-1;
 	cJSON *res;
 
-	if (argc != 4) {
+	if (argc == 5) {
+		char *end;
+
+		errno = 0;
+		uid = strtoul(argv[4], &end, 10);
+		if (!errno && *end == ':' && argv[4][0] >= '0' && argv[4][0] <= '9' &&
+		    end[1] >= '0' && end[1] <= '9')
+			gid = strtoul(end + 1, &end, 10);
+		if (errno || *end || uid >= 0xffffffffUL || gid >= 0xffffffffUL) {
+			box_err_set(err, BOX_E_USAGE, "invalid UID:GID '%.64s'", argv[4]);
+			return NULL;
+		}
+	}
+	if (argc != 4 && argc != 5) {
 		box_err_set(err, BOX_E_USAGE,
-			    "usage: box-sbfiles restore SNAP_DIR DIGEST DEST_PARENT NAME");
+			    "usage: box-sbfiles restore SNAP_DIR DIGEST DEST_PARENT NAME [UID:GID]");
 		return NULL;
 	}
 	snap = open_dir(argv[0], err);
@@ -134,7 +149,7 @@ static cJSON *restore(int argc, char **argv, struct box_err *err)
 		close(snap);
 		return NULL;
 	}
-	r = box_sbfiles_restore(snap, argv[1], parent, argv[3], err);
+	r = box_sbfiles_restore_as(snap, argv[1], parent, argv[3], (uid_t)uid, (gid_t)gid, err);
 	close(snap);
 	close(parent);
 	if (r < 0)

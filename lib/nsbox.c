@@ -518,6 +518,30 @@ static void inst_of(const struct box_sbprov_session *s, struct box_nsbox_inst *i
 	i->cg = cg < 0 ? BOX_CG_NONE : (enum box_cg_mode)cg;
 }
 
+/* The host ids of the session's guest root: those its instance was started with (recorded
+ * at start), else those a start would use now. */
+static int session_ids(const struct box_sbprov_session *s, struct box_idmap *m,
+		       struct box_err *err)
+{
+	const cJSON *o = pdata(s, "ids");
+	int64_t uid = box_json_get_int(o, "uid", -1), gid = box_json_get_int(o, "gid", -1);
+	int64_t n = box_json_get_int(o, "count", -1);
+
+	if (o && uid > 0 && gid > 0 && (n == 1 || n == BOX_IDMAP_COUNT) &&
+	    uid + n <= (int64_t)UINT32_MAX && gid + n <= (int64_t)UINT32_MAX) {
+		m->uid = (uint32_t)uid;
+		m->gid = (uint32_t)gid;
+		m->count = (uint32_t)n;
+		return 0;
+	}
+	return box_idmap_for_guest(m, NULL, NULL, err);
+}
+
+static int ids_are_mine(const struct box_idmap *m)
+{
+	return m->uid == (uint32_t)geteuid() && m->gid == (uint32_t)getegid();
+}
+
 void box_nsbox_mounts_release(struct box_nsbox_mounts *ms)
 {
 	size_t k;
@@ -656,7 +680,7 @@ static int local_configure(const cJSON *req, const char *provider, const char *l
 
 /* --input: each file or directory copied into the session's input/ under its base name */
 static int copy_inputs(const struct box_sbprov_session *s, const cJSON *inputs,
-		       struct box_err *err)
+		       const struct box_idmap *ids, struct box_err *err)
 {
 	char p[PATH_MAX];
 	const cJSON *e;
@@ -682,7 +706,9 @@ static int copy_inputs(const struct box_sbprov_session *s, const cJSON *inputs,
 			return -1;
 		}
 		memset(&st, 0, sizeof(st));
-		if (box_sbcopy_in(e->valuestring, d, base, NULL, &st, err) < 0) {
+		if (box_sbcopy_in(e->valuestring, d, base, NULL, &st, err) < 0 ||
+		    (!ids_are_mine(ids) &&
+		     box_sbcopy_chown_tree(d, base, (uid_t)ids->uid, (gid_t)ids->gid, err) < 0)) {
 			close(d);
 			box_err_path(err, path);
 			return -1;
@@ -697,6 +723,7 @@ static int tool_socket(const struct box_sbprov_session *s, const struct box_nsbo
 		       struct box_err *err)
 {
 	char sock[PATH_MAX];
+	int fd;
 
 	if (access(c->tool_bin, X_OK) < 0)
 		return box_err_sys(err, "box-tool (%s) cannot be run (set BOX_LIBEXEC_DIR or "
@@ -705,7 +732,15 @@ static int tool_socket(const struct box_sbprov_session *s, const struct box_nsbo
 	if (mkdir(sock, 0755) < 0 && errno != EEXIST)
 		return box_err_sys(err, "cannot create %s", sock);
 	box_fmt(sock, sizeof(sock), "%s/run/tool.sock", s->sdir);
-	return box_toolsrv_listen(sock, err);
+	fd = box_toolsrv_listen(sock, err);
+	/* the guest's root connects to it: its own, still 0600 */
+	if (fd >= 0 && !ids_are_mine(&c->ids) &&
+	    fchownat(AT_FDCWD, sock, (uid_t)c->ids.uid, (gid_t)c->ids.gid, AT_SYMLINK_NOFOLLOW) < 0) {
+		box_err_sys(err, "cannot give %s to the guest", sock);
+		close(fd);
+		return -1;
+	}
+	return fd;
 }
 
 static int local_start(struct box_sbprov_session *s, const cJSON *create_req,
@@ -715,16 +750,21 @@ static int local_start(struct box_sbprov_session *s, const cJSON *create_req,
 	struct box_nsbox_inst i;
 	struct box_nsbox_mounts ms;
 	char tool_bin[PATH_MAX];
-	cJSON *h;
+	struct box_idmap ids;
+	cJSON *h, *o;
 	int r = -1;
 
+	/* a start takes the ids the host's files give now */
+	if (box_idmap_for_guest(&ids, NULL, NULL, err) < 0)
+		return -1;
 	if (create_req && copy_inputs(s, cJSON_GetObjectItemCaseSensitive(create_req, "input"),
-				      err) < 0)
+				      &ids, err) < 0)
 		return -1;
 	if (box_nsbox_parse_mounts(cJSON_GetObjectItemCaseSensitive(pdata(s, "config"), "mounts"),
 				   &ms, err) < 0)
 		return -1;
 	config_of(s, &c, &ms, tool_bin, sizeof(tool_bin));
+	c.ids = ids;
 	if (c.tool_bin) {
 		c.serve_fd = tool_socket(s, &c, err);
 		if (c.serve_fd < 0)
@@ -739,6 +779,12 @@ static int local_start(struct box_sbprov_session *s, const cJSON *create_req,
 	cJSON_AddStringToObject(h, "cgroup", box_cg_mode_name(i.cg));
 	cJSON_DeleteItemFromObjectCaseSensitive(s->rec->provider_data, "holder");
 	cJSON_AddItemToObject(s->rec->provider_data, "holder", h);
+	o = cJSON_CreateObject();
+	box_json_add_int64(o, "uid", i.ids.uid);
+	box_json_add_int64(o, "gid", i.ids.gid);
+	box_json_add_int64(o, "count", i.ids.count);
+	cJSON_DeleteItemFromObjectCaseSensitive(s->rec->provider_data, "ids");
+	cJSON_AddItemToObject(s->rec->provider_data, "ids", o);
 	r = 0;
 out:
 	if (c.serve_fd >= 0)
@@ -911,10 +957,22 @@ static int open_target(const struct box_sbprov_session *s, const char *path, int
 {
 	char dir[PATH_MAX];
 
+	struct box_idmap ids;
+
 	if (file_target(s, path, dir, sizeof(dir), rel, writing, err) < 0)
 		return -1;
-	return box_ws_open(ws, dir, writing ? lim(s, "disk_bytes", BOX_SANDBOX_DEFAULT_DISK) : -1,
-			   err);
+	if (writing && session_ids(s, &ids, err) < 0)
+		return -1;
+	if (box_ws_open(ws, dir, writing ? lim(s, "disk_bytes", BOX_SANDBOX_DEFAULT_DISK) : -1,
+			err) < 0)
+		return -1;
+	/* what the host writes for the guest is the guest's */
+	if (writing && !ids_are_mine(&ids)) {
+		ws->own = 1;
+		ws->uid = (uid_t)ids.uid;
+		ws->gid = (gid_t)ids.gid;
+	}
+	return 0;
 }
 
 static cJSON *local_read(struct box_sbprov_session *s, const char *path, struct box_err *err)
@@ -1015,10 +1073,18 @@ static cJSON *local_checkpoint(struct box_sbprov_session *s, struct box_err *err
 static int local_restore(struct box_sbprov_session *s, const char *from, const char *digest,
 			 struct box_err *err)
 {
-	char snaps[PATH_MAX];
-	const char *args[6] = { "restore", snaps, digest, s->sdir, "workspace", NULL };
+	char snaps[PATH_MAX], owner[32];
+	const char *args[7] = { "restore", snaps, digest, s->sdir, "workspace", NULL, NULL };
+	struct box_idmap ids;
 	cJSON *res;
 
+	if (session_ids(s, &ids, err) < 0)
+		return -1;
+	/* the restored tree is the guest's before it takes the workspace's place */
+	if (!ids_are_mine(&ids)) {
+		box_fmt(owner, sizeof(owner), "%u:%u", ids.uid, ids.gid);
+		args[5] = owner;
+	}
 	box_fmt(snaps, sizeof(snaps), "%s/%s/snapshots", s->dir, from);
 	res = run_sbfiles(s->libexec, args, err);
 	cJSON_Delete(res);

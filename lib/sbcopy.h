@@ -7,6 +7,7 @@
 #define BOX_SBCOPY_H
 
 #include <stdint.h>
+#include <sys/types.h>
 #include "err.h"
 
 #define BOX_SBCOPY_MAX_FILES 100000
@@ -94,5 +95,15 @@ int box_sbcopy_tmp_name(char *out, size_t outsz, const char *tag, struct box_err
  * Returns the total, or -1 with err set: limit_exceeded ("entries" or "depth"), io_error.
  */
 int64_t box_sbcopy_usage(int dirfd, uint64_t max_entries, struct box_err *err);
+
+/*
+ * Gives dirfd/name (name "." for dirfd itself) and everything below it to uid:gid, fd-relative,
+ * never following a symlink (a symlink itself is chowned), under the bounds of
+ * box_sbcopy_empty_dir. For trees the host made for a guest (its /input, a restored
+ * workspace). Returns 0, or -1 with err: limit_exceeded ("entries", "depth"; what was
+ * chowned stays so), io_error.
+ */
+int box_sbcopy_chown_tree(int dirfd, const char *name, uid_t uid, gid_t gid,
+			  struct box_err *err);
 
 #endif
