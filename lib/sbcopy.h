@@ -101,7 +101,7 @@ int64_t box_sbcopy_usage(int dirfd, uint64_t max_entries, struct box_err *err);
  * never following a symlink (a symlink itself is chowned), under the bounds of
  * box_sbcopy_empty_dir. For trees the host made for a guest (its /input, a restored
  * workspace). Returns 0, or -1 with err: limit_exceeded ("entries", "depth"; what was
- * chowned stays so), io_error.
+ * chowned stays so), not_found (name absent), io_error.
  */
 int box_sbcopy_chown_tree(int dirfd, const char *name, uid_t uid, gid_t gid,
 			  struct box_err *err);
