@@ -16,14 +16,15 @@
 static const char usage[] =
 	"Usage: box-sbfiles outputs [--max-files N] [--max-bytes N] DIR\n"
 	"       box-sbfiles snapshot SRC_DIR SNAP_DIR\n"
-	"       box-sbfiles restore SNAP_DIR DIGEST DEST_PARENT NAME [MAX_BYTES]\n"
+	"       box-sbfiles restore SNAP_DIR DIGEST DEST_PARENT NAME [MAX_BYTES [UID:GID]]\n"
 	"       box-sbfiles --help | --version\n"
 	"\n"
 	"File work of box-sandbox, not meant to be run by hand. Prints one JSON object.\n"
 	"  outputs   list the files under DIR: path, size, sha256 (symlinks never followed,\n"
 	"            each inode hashed once, at most N bytes of distinct files hashed)\n"
 	"  snapshot  pack SRC_DIR into SNAP_DIR/<hex>.tar.gz and print its digest\n"
-	"  restore   replace DEST_PARENT/NAME with the snapshot DIGEST from SNAP_DIR\n";
+	"  restore   replace DEST_PARENT/NAME with the snapshot DIGEST from SNAP_DIR (owned by\n"
+	"            UID:GID when given)\n";
 
 static const struct box_cli cli = { .name = "box-sbfiles" };
 
@@ -139,18 +140,30 @@ static cJSON *restore(int argc, char **argv, struct box_err *err)
 {
 	int64_t max_bytes = 0;
 	int snap, parent, r;
+	unsigned long uid = (unsigned long)-1, gid = (unsigned long)-1;
 	cJSON *res;
 	char *end;
 
-	if (argc == 5) {
+	if (argc == 5 || argc == 6) {
 		errno = 0;
 		max_bytes = strtoll(argv[4], &end, 10);
-		if (errno || *end || max_bytes <= 0)
+		if (errno || *end || argv[4][0] < '0' || argv[4][0] > '9' || max_bytes <= 0)
 			argc = 0;
 	}
-	if (argc != 4 && argc != 5) {
-		box_err_set(err, BOX_E_USAGE,
-			    "usage: box-sbfiles restore SNAP_DIR DIGEST DEST_PARENT NAME [MAX_BYTES]");
+	if (argc == 6) {
+		errno = 0;
+		uid = strtoul(argv[5], &end, 10);
+		if (!errno && *end == ':' && argv[5][0] >= '0' && argv[5][0] <= '9' &&
+		    end[1] >= '0' && end[1] <= '9')
+			gid = strtoul(end + 1, &end, 10);
+		if (errno || *end || uid >= 0xffffffffUL || gid >= 0xffffffffUL) {
+			box_err_set(err, BOX_E_USAGE, "invalid UID:GID '%.64s'", argv[5]);
+			return NULL;
+		}
+	}
+	if (argc < 4 || argc > 6) {
+		box_err_set(err, BOX_E_USAGE, "usage: box-sbfiles restore SNAP_DIR DIGEST "
+			    "DEST_PARENT NAME [MAX_BYTES [UID:GID]]");
 		return NULL;
 	}
 	snap = open_dir(argv[0], err);
@@ -161,7 +174,8 @@ static cJSON *restore(int argc, char **argv, struct box_err *err)
 		close(snap);
 		return NULL;
 	}
-	r = box_sbfiles_restore(snap, argv[1], parent, argv[3], max_bytes, err);
+	r = box_sbfiles_restore_as(snap, argv[1], parent, argv[3], max_bytes, (uid_t)uid,
+				   (gid_t)gid, err);
 	close(snap);
 	close(parent);
 	if (r < 0)

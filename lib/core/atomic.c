@@ -54,7 +54,7 @@ static int fsync_dir(int dirfd, struct box_err *err)
 }
 
 static int replace(int dirfd, const char *name, const void *data, size_t len, mode_t mode,
-		   int sync, int *keep, struct box_err *err)
+		   int sync, int *keep, uid_t uid, gid_t gid, struct box_err *err)
 {
 	char tmp[64];
 	int fd;
@@ -72,6 +72,11 @@ static int replace(int dirfd, const char *name, const void *data, size_t len, mo
 	}
 	if (sync && fsync(fd) < 0) {
 		box_err_sys(err, "fsync %s", tmp);
+		goto fail;
+	}
+	/* owned before it has its name: nobody ever sees it with other owners */
+	if ((uid != (uid_t)-1 || gid != (gid_t)-1) && fchown(fd, uid, gid) < 0) {
+		box_err_sys(err, "chown %s", tmp);
 		goto fail;
 	}
 	if (keep) {
@@ -109,19 +114,25 @@ fail:
 int box_atomic_write(int dirfd, const char *name, const void *data, size_t len, mode_t mode,
 		     struct box_err *err)
 {
-	return replace(dirfd, name, data, len, mode, 1, NULL, err);
+	return replace(dirfd, name, data, len, mode, 1, NULL, (uid_t)-1, (gid_t)-1, err);
 }
 
 int box_atomic_replace(int dirfd, const char *name, const void *data, size_t len, mode_t mode,
 		       struct box_err *err)
 {
-	return replace(dirfd, name, data, len, mode, 0, NULL, err);
+	return replace(dirfd, name, data, len, mode, 0, NULL, (uid_t)-1, (gid_t)-1, err);
 }
 
 int box_atomic_replace_open(int dirfd, const char *name, const void *data, size_t len,
 			    mode_t mode, int *fd, struct box_err *err)
 {
-	return replace(dirfd, name, data, len, mode, 0, fd, err);
+	return replace(dirfd, name, data, len, mode, 0, fd, (uid_t)-1, (gid_t)-1, err);
+}
+
+int box_atomic_replace_as(int dirfd, const char *name, const void *data, size_t len,
+			  mode_t mode, uid_t uid, gid_t gid, int *fd, struct box_err *err)
+{
+	return replace(dirfd, name, data, len, mode, 0, fd, uid, gid, err);
 }
 
 int box_lock_fd(int fd, int exclusive, int timeout_ms, struct box_err *err)

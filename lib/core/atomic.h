@@ -32,6 +32,11 @@ int box_atomic_replace(int dirfd, const char *name, const void *data, size_t len
 int box_atomic_replace_open(int dirfd, const char *name, const void *data, size_t len,
 			    mode_t mode, int *fd, struct box_err *err);
 
+/* box_atomic_replace (fd NULL) or box_atomic_replace_open whose new file is given to uid:gid
+ * before it takes name ((uid_t)-1 and (gid_t)-1: kept). */
+int box_atomic_replace_as(int dirfd, const char *name, const void *data, size_t len,
+			  mode_t mode, uid_t uid, gid_t gid, int *fd, struct box_err *err);
+
 /*
  * Takes an flock on fd (exclusive or shared), retrying LOCK_NB with short sleeps for up to
  * timeout_ms milliseconds (0: one try; negative: wait without limit).

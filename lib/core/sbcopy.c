@@ -393,3 +393,62 @@ out:
 		*st = cp.st;
 	return r;
 }
+
+/* One directory of box_sbcopy_chown_tree: its entries, then those of its subdirectories. */
+static int chown_dir(int fd, uid_t uid, gid_t gid, unsigned depth, uint64_t *count,
+		     struct box_err *err)
+{
+	DIR *d;
+	struct dirent *de;
+	int r = 0;
+
+	if (depth > BOX_SBCOPY_DEPTH_CEILING)
+		return box_err_limit(err, BOX_E_LIMIT, "depth", BOX_SBCOPY_DEPTH_CEILING, "levels",
+				     "a tree deeper than %d levels", BOX_SBCOPY_DEPTH_CEILING);
+	if (fchown(fd, uid, gid) < 0) {
+		close(fd);
+		return box_err_sys(err, "chown");
+	}
+	d = fdopendir(fd);
+	if (!d) {
+		close(fd);
+		return box_err_sys(err, "opendir");
+	}
+	while (r == 0 && (errno = 0, de = readdir(d))) {
+		int sub;
+
+		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
+			continue;
+		if (++*count > BOX_SBCOPY_CHOWN_MAX_ENTRIES) {
+			r = box_err_limit(err, BOX_E_LIMIT, "entries", BOX_SBCOPY_CHOWN_MAX_ENTRIES,
+					  "entries", "more than %d entries",
+					  BOX_SBCOPY_CHOWN_MAX_ENTRIES);
+			break;
+		}
+		sub = openat(dirfd(d), de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		if (sub >= 0)
+			r = chown_dir(sub, uid, gid, depth + 1, count, err);
+		else if (fchownat(dirfd(d), de->d_name, uid, gid, AT_SYMLINK_NOFOLLOW) < 0 &&
+			 errno != ENOENT)
+			r = box_err_sys(err, "chown %.200s", de->d_name);
+	}
+	if (r == 0 && errno)
+		r = box_err_sys(err, "readdir");
+	closedir(d);
+	return r;
+}
+
+int box_sbcopy_chown_tree(int dirfd, const char *name, uid_t uid, gid_t gid,
+			  struct box_err *err)
+{
+	uint64_t count = 0;
+	int fd = openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+
+	if (fd >= 0)
+		return chown_dir(fd, uid, gid, 0, &count, err);
+	if (errno != ENOTDIR && errno != ELOOP)
+		return box_err_sys(err, "cannot open %.200s", name);
+	if (fchownat(dirfd, name, uid, gid, AT_SYMLINK_NOFOLLOW) < 0)
+		return box_err_sys(err, "chown %.200s", name);
+	return 0;
+}

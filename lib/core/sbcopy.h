@@ -7,12 +7,14 @@
 #define BOX_SBCOPY_H
 
 #include <stdint.h>
+#include <sys/types.h>
 #include "err.h"
 
 #define BOX_SBCOPY_MAX_FILES 100000
 #define BOX_SBCOPY_MAX_BYTES (INT64_C(1) << 30)
 #define BOX_SBCOPY_MAX_DEPTH 64
 #define BOX_SBCOPY_DEPTH_CEILING 256      /* largest max_depth a caller may ask for */
+#define BOX_SBCOPY_CHOWN_MAX_ENTRIES 1000000 /* bound of box_sbcopy_chown_tree */
 
 /* Caps on a copy; a 0 member means its default (BOX_SBCOPY_MAX_*). */
 struct box_sbcopy_limits {
@@ -67,5 +69,15 @@ int box_sbcopy_in(const char *src, int destdirfd, const char *name,
 /* A fresh hidden temporary name ".TAG-<16 hex>.tmp" for a file or directory made beside its
  * final place. Returns 0, or -1 with io_error when no randomness could be had. */
 int box_sbcopy_tmp_name(char *out, size_t outsz, const char *tag, struct box_err *err);
+
+/*
+ * Gives dirfd/name (name "." for dirfd itself) and everything below it to uid:gid, fd-relative,
+ * never following a symlink (a symlink itself is chowned), at most
+ * BOX_SBCOPY_CHOWN_MAX_ENTRIES entries and BOX_SBCOPY_DEPTH_CEILING levels. For trees the host made for a guest (its /input, a restored
+ * workspace). Returns 0, or -1 with err: limit_exceeded ("entries", "depth"; what was
+ * chowned stays so), not_found (name absent), io_error.
+ */
+int box_sbcopy_chown_tree(int dirfd, const char *name, uid_t uid, gid_t gid,
+			  struct box_err *err);
 
 #endif

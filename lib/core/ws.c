@@ -19,6 +19,7 @@ int box_ws_open(struct box_ws *ws, const char *dir, int64_t quota, struct box_er
 	ws->rootfd = -1;
 	ws->quota = quota;
 	ws->written = 0;
+	ws->own = 0;
 	memset(ws->appended, 0, sizeof(ws->appended));
 	if (box_confine_probe(err) < 0)
 		return -1;
@@ -188,6 +189,16 @@ int box_ws_read(struct box_ws *ws, const char *path, struct box_buf *out, struct
 	return read_checked(ws, norm, out, err);
 }
 
+static uid_t owner_uid(const struct box_ws *ws)
+{
+	return ws->own ? ws->uid : (uid_t)-1;
+}
+
+static gid_t owner_gid(const struct box_ws *ws)
+{
+	return ws->own ? ws->gid : (gid_t)-1;
+}
+
 static int mkdir_p(struct box_ws *ws, const char *norm, struct box_err *err)
 {
 	char prefix[PATH_MAX];
@@ -200,12 +211,13 @@ static int mkdir_p(struct box_ws *ws, const char *norm, struct box_err *err)
 	while (*p) {
 		const char *end = strchr(p, '/');
 		size_t n = end ? (size_t)(end - norm) : strlen(norm);
-		int nfd;
+		int nfd, made;
 
 		memcpy(prefix, norm, n);
 		prefix[n] = 0;
 		/* one name under an already confined directory: mkdirat never follows it */
-		if (mkdirat(fd, prefix + (p - norm), 0755) < 0 && errno != EEXIST) {
+		made = mkdirat(fd, prefix + (p - norm), 0755) == 0;
+		if (!made && errno != EEXIST) {
 			box_err_sys(err, "mkdir %s", prefix);
 			box_err_path(err, prefix);
 			close(fd);
@@ -215,6 +227,12 @@ static int mkdir_p(struct box_ws *ws, const char *norm, struct box_err *err)
 		close(fd);
 		if (nfd < 0)
 			return -1;
+		if (made && ws->own && fchownat(nfd, "", ws->uid, ws->gid, AT_EMPTY_PATH) < 0) {
+			box_err_sys(err, "chown %s", prefix);
+			box_err_path(err, prefix);
+			close(nfd);
+			return -1;
+		}
 		fd = nfd;
 		p = end ? end + 1 : norm + n;
 	}
@@ -320,7 +338,8 @@ static int append_file(struct box_ws *ws, const char *norm, const char *base, in
 	if (r == 0)
 		r = box_buf_append(&b, data, n, err);
 	if (r == 0)
-		r = box_atomic_replace_open(dfd, base, b.data ? b.data : "", b.len, 0644, &fd, err);
+		r = box_atomic_replace_as(dfd, base, b.data ? b.data : "", b.len, 0644, owner_uid(ws),
+					  owner_gid(ws), &fd, err);
 	if (r == 0)
 		appended_keep(ws, norm, fd);
 	else
@@ -360,7 +379,8 @@ int box_ws_write(struct box_ws *ws, const char *path, const void *data, size_t n
 	if (append) {
 		r = append_file(ws, norm, base, dfd, data, n, err);
 	} else {
-		r = box_atomic_replace(dfd, base, data, n, 0644, err);
+		r = box_atomic_replace_as(dfd, base, data, n, 0644, owner_uid(ws), owner_gid(ws),
+					  NULL, err);
 		if (r < 0)
 			box_err_path(err, norm);
 	}

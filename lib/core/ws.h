@@ -14,6 +14,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 #include <cjson/cJSON.h>
 #include "buf.h"
 #include "err.h"
@@ -39,6 +40,12 @@ struct box_ws {
 	int64_t quota;
 	int64_t written;
 	struct box_ws_appended appended[BOX_WS_APPEND_FILES];
+	/* own != 0: the files and directories write, append and mkdir create are given to
+	 * uid:gid (the host ids of a sandbox's root) before they have their names; box_ws_open
+	 * sets 0 */
+	int own;
+	uid_t uid;
+	gid_t gid;
 };
 
 /* Opens the directory dir as the workspace root (dir itself is trusted: the host chose it).

@@ -594,6 +594,13 @@ static int swap_in(int parentfd, const char *tmp, const char *name, char *old, s
 int box_sbfiles_restore(int snapdirfd, const char *digest, int parentfd, const char *name,
 			int64_t max_bytes, struct box_err *err)
 {
+	return box_sbfiles_restore_as(snapdirfd, digest, parentfd, name, max_bytes, (uid_t)-1,
+				      (gid_t)-1, err);
+}
+
+int box_sbfiles_restore_as(int snapdirfd, const char *digest, int parentfd, const char *name,
+			   int64_t max_bytes, uid_t uid, gid_t gid, struct box_err *err)
+{
 	struct box_archive_limits lim = {
 		max_bytes > 0 && max_bytes < BOX_ARCHIVE_MAX_BYTES ? max_bytes : BOX_ARCHIVE_MAX_BYTES,
 		BOX_ARCHIVE_MAX_ENTRIES, BOX_ARCHIVE_MAX_PATH, BOX_ARCHIVE_MAX_DEPTH,
@@ -653,6 +660,11 @@ int box_sbfiles_restore(int snapdirfd, const char *digest, int parentfd, const c
 		box_err_sys(err, "cannot chmod the restored tree");
 		goto fail;
 	}
+	/* the tree is the guest's before it takes the name: a restore never leaves it a tree
+	 * it cannot change, whenever it is cut short */
+	if ((uid != (uid_t)-1 || gid != (gid_t)-1) &&
+	    box_sbcopy_chown_tree(dfd, ".", uid, gid, err) < 0)
+		goto fail;
 	close(dfd);
 	dfd = -1;
 	if (swap_in(parentfd, tmp, name, old, sizeof(old), err) < 0)

@@ -7,6 +7,7 @@
 #define BOX_SBFILES_H
 
 #include <stddef.h>
+#include <sys/types.h>
 #include <stdint.h>
 #include <cjson/cJSON.h>
 #include "err.h"
@@ -96,5 +97,10 @@ int box_sbfiles_snapshot(int srcdirfd, int snapdirfd, char digest[BOX_SBFILES_DI
  */
 int box_sbfiles_restore(int snapdirfd, const char *digest, int parentfd, const char *name,
 			int64_t max_bytes, struct box_err *err);
+
+/* box_sbfiles_restore whose tree (its root included) is given to uid:gid before it takes
+ * name's place (box_sbcopy_chown_tree); (uid_t)-1 and (gid_t)-1 keep the owners. */
+int box_sbfiles_restore_as(int snapdirfd, const char *digest, int parentfd, const char *name,
+			   int64_t max_bytes, uid_t uid, gid_t gid, struct box_err *err);
 
 #endif

@@ -6,17 +6,32 @@
  * system calls of any other architecture, x32 on x86_64 among them, kill the process.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <sched.h>
 #include <stdio.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 #include <linux/filter.h>
+#include <linux/netlink.h>
 #include <seccomp.h>
 
 #ifndef CLONE_NEWTIME
 #define CLONE_NEWTIME 0x00000080
+#endif
+/* fchmodat2 (Linux 6.6) has the same number on every architecture; older headers lack it */
+#ifdef __NR_fchmodat2
+#define NR_FCHMODAT2 __NR_fchmodat2
+#else
+#define NR_FCHMODAT2 452
+#endif
+#ifndef __O_TMPFILE
+#define __O_TMPFILE 020000000
 #endif
 #ifndef CLONE_NEWCGROUP
 #define CLONE_NEWCGROUP 0x02000000
@@ -73,6 +88,127 @@ static int deny_personality(scmp_filter_ctx ctx)
 	return rc;
 }
 
+/* The socket families a guest may open (the kernel reads the family as an int). */
+static const uint32_t families[] = { AF_UNIX, AF_INET, AF_INET6, AF_NETLINK };
+static const uint32_t netlink_protocols[] = { NETLINK_ROUTE };
+
+/*
+ * Adds rules "(argument & mask) == value" with action act, on the low 32 bits of the
+ * argument only (as the kernel reads an int), that together match every 32-bit value outside
+ * allowed[0..n) and none inside: the sub-cubes of the complement, found on the binary trie of
+ * the allowed values from the top bit down (at most 32 per allowed value). extra, when not
+ * NULL, is a further condition on another argument every rule carries.
+ */
+static int deny_outside(scmp_filter_ctx ctx, int nr, unsigned arg, const uint32_t *allowed,
+			size_t n, uint32_t act, const struct scmp_arg_cmp *extra, uint32_t prefix,
+			uint32_t mask, int bit)
+{
+	int b, rc = 0;
+
+	for (b = 0; b < 2 && rc == 0; b++) {
+		uint32_t m = mask | (1u << bit), v = prefix | ((uint32_t)b << bit);
+		size_t i, hits = 0;
+
+		for (i = 0; i < n; i++)
+			hits += (allowed[i] & m) == v;
+		if (hits == 0) {
+			struct scmp_arg_cmp c = SCMP_CMP(arg, SCMP_CMP_MASKED_EQ, m, v);
+
+			rc = extra ? seccomp_rule_add(ctx, act, nr, 2, c, *extra) :
+				     seccomp_rule_add(ctx, act, nr, 1, c);
+		} else if (bit > 0) {
+			rc = deny_outside(ctx, nr, arg, allowed, n, act, extra, v, m, bit - 1);
+		}
+	}
+	return rc;
+}
+
+/*
+ * socket and socketpair: only the families above; AF_INET with SOCK_PACKET (a packet socket
+ * under another name) is refused as well, and netlink speaks only NETLINK_ROUTE (what ip(8)
+ * and getaddrinfo's AI_ADDRCONFIG need). vsock (the host's port space on a VM), packet, can,
+ * bluetooth, xdp, alg, key, tipc, rds and every family to come get EAFNOSUPPORT.
+ */
+static int limit_sockets(scmp_filter_ctx ctx)
+{
+	static const char *const calls[] = { "socket", "socketpair" };
+	struct scmp_arg_cmp inet = SCMP_A0(SCMP_CMP_MASKED_EQ, 0xffffffffUL, AF_INET);
+	struct scmp_arg_cmp netlink = SCMP_A0(SCMP_CMP_MASKED_EQ, 0xffffffffUL, AF_NETLINK);
+	size_t i;
+	int rc = 0;
+
+	for (i = 0; i < 2 && rc == 0; i++) {
+		int nr = seccomp_syscall_resolve_name(calls[i]);
+
+		if (nr < 0)
+			continue;
+		rc = deny_outside(ctx, nr, 0, families, sizeof(families) / sizeof(families[0]),
+				  SCMP_ACT_ERRNO(EAFNOSUPPORT), NULL, 0, 0, 31);
+		if (rc == 0)
+			rc = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EAFNOSUPPORT), nr, 2, inet,
+					      SCMP_A1(SCMP_CMP_MASKED_EQ, 0xf, SOCK_PACKET));
+		if (rc == 0)
+			rc = deny_outside(ctx, nr, 2, netlink_protocols, 1,
+					  SCMP_ACT_ERRNO(EPROTONOSUPPORT), &netlink, 0, 0, 31);
+	}
+	return rc;
+}
+
+/* Set-user-id and set-group-id bits in the mode argument of a call that sets a mode. */
+struct mode_call {
+	const char *name;
+	unsigned mode_arg;
+	int flags_arg;        /* open, openat: the mode counts with O_CREAT or O_TMPFILE; -1: always */
+};
+
+static const struct mode_call mode_calls[] = {
+	{ "chmod", 1, -1 }, { "fchmod", 1, -1 }, { "fchmodat", 2, -1 }, { "creat", 1, -1 },
+	{ "mknod", 1, -1 }, { "mknodat", 2, -1 }, { "open", 2, 1 }, { "openat", 3, 2 },
+};
+
+/*
+ * No set-id file from a guest: every guest's files belong to the same range of host ids, so a
+ * set-id program one guest left on a mount would let any host user act as every guest (and
+ * reach the others' files). The calls above fail with EPERM when the mode has S_ISUID or
+ * S_ISGID; openat2 and fchmodat2 take their mode where the filter cannot see it (a struct, or
+ * next to flags it would have to read as well) and fail with ENOSYS, so libc falls back on
+ * openat and fchmodat.
+ */
+static int deny_setid_modes(scmp_filter_ctx ctx)
+{
+	static const unsigned long bits[] = { S_ISUID, S_ISGID };
+	static const unsigned long creating[] = { O_CREAT, __O_TMPFILE };
+	size_t i, b, f;
+	int rc = 0;
+
+	for (i = 0; i < sizeof(mode_calls) / sizeof(mode_calls[0]) && rc == 0; i++) {
+		const struct mode_call *m = &mode_calls[i];
+		int nr = seccomp_syscall_resolve_name(m->name);
+
+		if (nr < 0)
+			continue;
+		for (b = 0; b < 2 && rc == 0; b++) {
+			struct scmp_arg_cmp c = SCMP_CMP(m->mode_arg, SCMP_CMP_MASKED_EQ, bits[b],
+							 bits[b]);
+
+			if (m->flags_arg < 0) {
+				rc = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), nr, 1, c);
+				continue;
+			}
+			for (f = 0; f < 2 && rc == 0; f++)
+				rc = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), nr, 2, c,
+						      SCMP_CMP((unsigned)m->flags_arg,
+							       SCMP_CMP_MASKED_EQ, creating[f],
+							       creating[f]));
+		}
+	}
+	if (rc == 0)
+		rc = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(ENOSYS), SCMP_SYS(openat2), 0);
+	if (rc == 0)
+		rc = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(ENOSYS), NR_FCHMODAT2, 0);
+	return rc;
+}
+
 static int add_rules(scmp_filter_ctx ctx)
 {
 	size_t i;
@@ -107,6 +243,10 @@ static int add_rules(scmp_filter_ctx ctx)
 	 * it put 2 GiB under an 8 MiB disk_bytes. EOPNOTSUPP makes libc and tools write. */
 	if (rc == 0)
 		rc = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EOPNOTSUPP), SCMP_SYS(fallocate), 0);
+	if (rc == 0)
+		rc = limit_sockets(ctx);
+	if (rc == 0)
+		rc = deny_setid_modes(ctx);
 	return rc;
 }
 

@@ -49,8 +49,13 @@ int box_sbjail_drop_caps(struct box_err *err);
  * clone with any CLONE_NEW* flag, io_uring, open_by_handle_at, ptrace, process_vm_*, clock
  * setting, reboot, swap, acct, syslog and other host administration fail with EPERM; clone3
  * fails with ENOSYS (libc falls back to clone); personality only accepts 0 and 0xffffffff;
- * ioctl TIOCSTI and TIOCLINUX fail with EPERM; a system call of any other architecture (i386
- * int 0x80, x32) kills the process. The caller must have set no_new_privs or hold
+ * ioctl TIOCSTI and TIOCLINUX fail with EPERM; socket and socketpair accept only AF_UNIX,
+ * AF_INET, AF_INET6 and AF_NETLINK (every other family, and AF_INET with SOCK_PACKET, is
+ * EAFNOSUPPORT; a netlink protocol other than NETLINK_ROUTE EPROTONOSUPPORT); chmod, fchmod,
+ * fchmodat, creat, open and openat (creating), mknod and mknodat with S_ISUID or S_ISGID in
+ * the mode fail with EPERM, openat2 and fchmodat2 with ENOSYS (libc falls back); arguments
+ * are compared on their low 32 bits, as the kernel reads them; a system call of any other
+ * architecture (i386 int 0x80 and its socketcall, x32) kills the process. The caller must have set no_new_privs or hold
  * CAP_SYS_ADMIN. Returns 0, or -1 with err (unsupported when seccomp filters are missing).
  */
 int box_sbjail_load_filter(struct box_err *err);

@@ -427,6 +427,46 @@ static void test_usage(void)
 	close(w);
 }
 
+/* box_sbcopy_chown_tree: the root and everything below, links themselves and never their
+ * targets, FIFOs without opening them; a file given alone. */
+static void test_chown_tree(void)
+{
+	struct stat st;
+	struct box_err err;
+	char outside[256];
+	int d;
+
+	if (geteuid() != 0) {
+		tap_skip("chown to other ids needs root");
+		return;
+	}
+	mkdir_in(topfd, "ct", 0755);
+	d = opendir_at(topfd, "ct");
+	mkdir_in(d, "a", 0700);
+	put(d, "a/f", "x", 0600);
+	mkdir_in(d, "a/b", 0755);
+	put(d, "a/b/g", "y", 0644);
+	path_of(outside, sizeof(outside), "ct-outside");
+	put(topfd, "ct-outside", "o", 0644);
+	if (symlinkat(outside, d, "a/link") < 0 || mkfifoat(d, "a/fifo", 0644) < 0)
+		return (void)ok(0, "set-up");
+	box_err_init(&err);
+	is_int(box_sbcopy_chown_tree(topfd, "ct", 123457, 123458, &err), 0, "a tree chowned");
+	for (const char *const *n = (const char *const[]){ "ct", "ct/a", "ct/a/f", "ct/a/b",
+							   "ct/a/b/g", "ct/a/link", "ct/a/fifo",
+							   NULL }; *n; n++)
+		ok(fstatat(topfd, *n, &st, AT_SYMLINK_NOFOLLOW) == 0 && st.st_uid == 123457 &&
+		   st.st_gid == 123458, "  %s", *n);
+	ok(stat(outside, &st) == 0 && st.st_uid == 0, "  a link's target is untouched");
+	is_int(box_sbcopy_chown_tree(d, "a/f", 123459, 123459, &err), 0, "a file alone");
+	ok(fstatat(d, "a/f", &st, 0) == 0 && st.st_uid == 123459, "  chowned");
+	is_int(box_sbcopy_chown_tree(d, "a/link", 123459, 123459, &err), 0, "a symlink alone");
+	ok(stat(outside, &st) == 0 && st.st_uid == 0, "  its target untouched");
+	is_int(box_sbcopy_chown_tree(d, "absent", 1, 1, &err), -1, "an absent name fails");
+	ok(err.code == BOX_E_NOT_FOUND, "  with not_found: %s", err.message);
+	close(d);
+}
+
 int main(void)
 {
 	char cmd[256];
@@ -442,6 +482,7 @@ int main(void)
 	test_empty_dir();
 	test_empty_dir_unprivileged();
 	test_usage();
+	test_chown_tree();
 	close(topfd);
 	snprintf(cmd, sizeof(cmd), "chmod -R u+rwx %s 2>/dev/null; rm -rf %s", top, top);
 	if (system(cmd) != 0)

@@ -11,6 +11,7 @@
 
 #include "boxarchive.h"
 #include "fswalk.h"
+#include "sbcopy.h"
 #include "sbfiles.h"
 #include "sha256.h"
 #include "tap.h"
@@ -437,6 +438,21 @@ static void test_snapshot_restore(void)
 	is_int(r, 0, "restore over an existing tree succeeds");
 	is_str(tree_digest(sess, "r1", t1), t0, "... and brings it back");
 	is_int(count_entries(topfd, "sessions"), 2, "... leaving no old tree behind");
+	if (geteuid() == 0) {
+		struct stat o;
+		char cmd[512];
+
+		r = box_sbfiles_restore_as(snap, d1, sess, "r3", 0, 123457, 123458, &err);
+		is_int(r, 0, "restore given to other ids succeeds");
+		snprintf(cmd, sizeof(cmd), "test -z \"$(find %s/sessions/r3 ! -uid 123457 -o "
+			 "! -gid 123458)\" && test -n \"$(find %s/sessions/r3 -mindepth 2)\"", top, top);
+		ok(system(cmd) == 0, "... every entry of it, the root included, is theirs");
+		ok(fstatat(sess, "r1", &o, 0) == 0 && o.st_uid == 0, "... another tree is not");
+		is_str(tree_digest(sess, "r3", t2), t0, "... with the same content");
+		box_fswalk_remove(sess, "r3", &err);
+	} else {
+		tap_skip("chown to other ids needs root");
+	}
 
 	/* a failed restore keeps the old tree */
 	fd = opendir_at(sess, "r1");

@@ -690,6 +690,42 @@ static void test_append_in_place(void)
 	box_ws_release(&ws);
 }
 
+/* own: what write, append and mkdir create is given to the guest's ids; what was there stays
+ * as it was. */
+static void test_owned(void)
+{
+	struct box_ws ws;
+	struct box_err err;
+	struct stat st;
+	const char *const made[] = { "own", "own/a", "own/a/f", "own/g", "own/m/n" };
+	size_t i;
+
+	if (geteuid() != 0) {
+		tap_skip("chown to other ids needs root");
+		return;
+	}
+	box_err_init(&err);
+	if (box_ws_open(&ws, wsdir, 1 << 20, &err) < 0)
+		bail("box_ws_open");
+	is_int(ws.own, 0, "box_ws_open gives nothing away");
+	host_write(in_ws("kept"), "x");
+	ws.own = 1;
+	ws.uid = 123457;
+	ws.gid = 123458;
+	ok(box_ws_write(&ws, "own/a/f", "1", 1, 0, &err) == 0, "write, its parents made");
+	ok(box_ws_write(&ws, "own/g", "2", 1, 1, &err) == 0, "append to a new file");
+	ok(box_ws_write(&ws, "own/g", "3", 1, 1, &err) == 0, "append again");
+	ok(box_ws_mkdir(&ws, "own/m/n", &err) == 0, "mkdir -p");
+	ok(box_ws_write(&ws, "kept", "y", 1, 0, &err) == 0, "replace a file the host made");
+	for (i = 0; i < sizeof(made) / sizeof(made[0]); i++)
+		ok(stat(in_ws(made[i]), &st) == 0 && st.st_uid == 123457 && st.st_gid == 123458,
+		   "  %s is the guest's", made[i]);
+	ok(stat(in_ws("kept"), &st) == 0 && st.st_uid == 123457, "  a replaced file is a new one, "
+	   "the guest's");
+	ok(stat(wsdir, &st) == 0 && st.st_uid == 0, "  the root stays as it was");
+	box_ws_release(&ws);
+}
+
 int main(void)
 {
 	struct box_ws ws;
@@ -718,6 +754,7 @@ int main(void)
 	box_ws_release(&ws);
 	test_quota();
 	test_append_in_place();
+	test_owned();
 
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", base);
 	if (system(cmd) != 0)

@@ -190,9 +190,28 @@ static int read_reports(int rep, pid_t *holder, struct box_err *err)
 	}
 }
 
-int box_nsbox_start(const struct box_nsbox_config *c, struct box_nsbox_inst *out,
+/* The session's workspace/, input/ and output/ belong to the guest's root (not what is in
+ * them: the host API gives what it writes there to the guest itself). */
+static int give_dirs(const char *dir, const struct box_idmap *ids, struct box_err *err)
+{
+	static const char *const sub[] = { "workspace", "input", "output" };
+	char p[4096];
+	size_t i;
+
+	if (ids->uid == (uint32_t)geteuid() && ids->gid == (uint32_t)getegid())
+		return 0;
+	for (i = 0; i < sizeof(sub) / sizeof(sub[0]); i++) {
+		box_fmt(p, sizeof(p), "%s/%s", dir, sub[i]);
+		if (fchownat(AT_FDCWD, p, (uid_t)ids->uid, (gid_t)ids->gid, AT_SYMLINK_NOFOLLOW) < 0)
+			return box_err_sys(err, "cannot give %s to the guest", p);
+	}
+	return 0;
+}
+
+int box_nsbox_start(const struct box_nsbox_config *config, struct box_nsbox_inst *out,
 		    struct box_err *err)
 {
+	struct box_nsbox_config cc = *config, *c = &cc;
 	int rep[2], ready;
 	pid_t k, holder = 0;
 	enum box_cg_mode cg;
@@ -202,7 +221,9 @@ int box_nsbox_start(const struct box_nsbox_config *c, struct box_nsbox_inst *out
 		return box_err_set(err, BOX_E_UNSUPPORTED, "this kernel has no user namespaces");
 	if (c->dir[0] != '/')
 		return box_err_set(err, BOX_E_INTERNAL, "session directory must be absolute");
-	if (make_dirs(c->dir, err) < 0)
+	if (c->ids.count == 0 && box_idmap_for_guest(&c->ids, NULL, NULL, err) < 0)
+		return -1;
+	if (make_dirs(c->dir, err) < 0 || give_dirs(c->dir, &c->ids, err) < 0)
 		return -1;
 	cg = box_cg_detect();
 	if (box_cg_create(cg, c->cgname, &lim, err) < 0)
@@ -224,7 +245,7 @@ int box_nsbox_start(const struct box_nsbox_config *c, struct box_nsbox_inst *out
 	close(rep[0]);
 	waitpid(k, NULL, WNOHANG);
 	if (!ready || holder <= 0) {
-		struct box_nsbox_inst dead = { holder, -1, cg };
+		struct box_nsbox_inst dead = { holder, -1, cg, c->ids };
 
 		if (err->code == BOX_OK)
 			box_err_set(err, BOX_E_IO, "the sandbox did not report its holder");
@@ -236,6 +257,7 @@ int box_nsbox_start(const struct box_nsbox_config *c, struct box_nsbox_inst *out
 	out->pid = holder;
 	out->start = proc_start_time(holder);
 	out->cg = cg;
+	out->ids = c->ids;
 	if (out->start < 0)
 		return box_err_set(err, BOX_E_IO, "the sandbox's holder ended right after starting");
 	return 0;
@@ -568,7 +590,7 @@ static cJSON *run_sbfiles_within(const char *const *args, int timeout_ms, const 
 {
 	extern char **environ;
 	char path[PATH_MAX];
-	const char *argv[8], **envp;
+	const char *argv[10], **envp;
 	struct box_proc_opts o = { 0 };
 	struct box_proc_result r;
 	cJSON *res = NULL;
@@ -577,7 +599,7 @@ static cJSON *run_sbfiles_within(const char *const *args, int timeout_ms, const 
 	if (box_libexec_find("box-sbfiles", path, sizeof(path), err) < 0)
 		return NULL;
 	argv[0] = path;
-	for (i = 0; args[i] && i < 6; i++)
+	for (i = 0; args[i] && i < 8; i++)
 		argv[i + 1] = args[i];
 	argv[i + 1] = NULL;
 	envp = calloc(HELPER_ENV_MAX, sizeof(*envp));
@@ -644,6 +666,30 @@ static void inst_of(const struct box_sbprov_session *s, struct box_nsbox_inst *i
 	i->pid = (pid_t)box_json_int_value(pid, 0);
 	i->start = box_json_int_value(st, -1);
 	i->cg = cg < 0 ? BOX_CG_NONE : (enum box_cg_mode)cg;
+}
+
+/* The host ids of the session's guest root: those its instance was started with (recorded
+ * at start), else those a start would use now. */
+static int session_ids(const struct box_sbprov_session *s, struct box_idmap *m,
+		       struct box_err *err)
+{
+	const cJSON *o = pdata(s, "ids");
+	int64_t uid = box_json_get_int(o, "uid", -1), gid = box_json_get_int(o, "gid", -1);
+	int64_t n = box_json_get_int(o, "count", -1);
+
+	if (o && uid > 0 && gid > 0 && (n == 1 || n == BOX_IDMAP_COUNT) &&
+	    uid + n <= (int64_t)UINT32_MAX && gid + n <= (int64_t)UINT32_MAX) {
+		m->uid = (uint32_t)uid;
+		m->gid = (uint32_t)gid;
+		m->count = (uint32_t)n;
+		return 0;
+	}
+	return box_idmap_for_guest(m, NULL, NULL, err);
+}
+
+static int ids_are_mine(const struct box_idmap *m)
+{
+	return m->uid == (uint32_t)geteuid() && m->gid == (uint32_t)getegid();
 }
 
 void box_nsbox_mounts_release(struct box_nsbox_mounts *ms)
@@ -810,7 +856,7 @@ static int host_room(const struct box_sbprov_session *s, int64_t n, struct box_e
 
 /* --input: each file or directory copied into the session's input/ under its base name */
 static int copy_inputs(const struct box_sbprov_session *s, const cJSON *inputs,
-		       struct box_err *err)
+		       const struct box_idmap *ids, struct box_err *err)
 {
 	struct box_sbcopy_limits lim_in = { 0, 0, 0 };
 	char p[PATH_MAX];
@@ -840,7 +886,9 @@ static int copy_inputs(const struct box_sbprov_session *s, const cJSON *inputs,
 			return -1;
 		}
 		memset(&st, 0, sizeof(st));
-		if (box_sbcopy_in(e->valuestring, d, base, &lim_in, &st, err) < 0) {
+		if (box_sbcopy_in(e->valuestring, d, base, &lim_in, &st, err) < 0 ||
+		    (!ids_are_mine(ids) &&
+		     box_sbcopy_chown_tree(d, base, (uid_t)ids->uid, (gid_t)ids->gid, err) < 0)) {
 			close(d);
 			if (err->code == BOX_E_LIMIT && !strcmp(err->limit, "bytes") &&
 			    lim_in.max_bytes)
@@ -860,6 +908,7 @@ static int tool_socket(const struct box_sbprov_session *s, const struct box_nsbo
 		       struct box_err *err)
 {
 	char sock[PATH_MAX];
+	int fd;
 
 	if (access(c->tool_bin, X_OK) < 0)
 		return box_err_sys(err, "box-tool (%s) cannot be run (set BOX_LIBEXEC_DIR or "
@@ -868,7 +917,15 @@ static int tool_socket(const struct box_sbprov_session *s, const struct box_nsbo
 	if (mkdir(sock, 0755) < 0 && errno != EEXIST)
 		return box_err_sys(err, "cannot create %s", sock);
 	box_fmt(sock, sizeof(sock), "%s/run/tool.sock", s->sdir);
-	return box_toolsrv_listen(sock, err);
+	fd = box_toolsrv_listen(sock, err);
+	/* the guest's root connects to it: its own, still 0600 */
+	if (fd >= 0 && !ids_are_mine(&c->ids) &&
+	    fchownat(AT_FDCWD, sock, (uid_t)c->ids.uid, (gid_t)c->ids.gid, AT_SYMLINK_NOFOLLOW) < 0) {
+		box_err_sys(err, "cannot give %s to the guest", sock);
+		close(fd);
+		return -1;
+	}
+	return fd;
 }
 
 #define INSTANCE_FILE "instance.json"
@@ -962,11 +1019,15 @@ static int local_start(struct box_sbprov_session *s, const cJSON *create_req,
 	struct box_nsbox_inst i;
 	struct box_nsbox_mounts ms;
 	char tool_bin[PATH_MAX], cgname[BOX_CG_NAME_MAX + 1];
-	cJSON *h;
+	struct box_idmap ids;
+	cJSON *h, *o;
 	int r = -1;
 
+	/* a start takes the ids the host's files give now */
+	if (box_idmap_for_guest(&ids, NULL, NULL, err) < 0)
+		return -1;
 	if (create_req && copy_inputs(s, cJSON_GetObjectItemCaseSensitive(create_req, "input"),
-				      err) < 0)
+				      &ids, err) < 0)
 		return -1;
 	if (box_nsbox_parse_mounts(cJSON_GetObjectItemCaseSensitive(pdata(s, "config"), "mounts"),
 				   &ms, err) < 0)
@@ -979,6 +1040,7 @@ static int local_start(struct box_sbprov_session *s, const cJSON *create_req,
 	c.cgname = cgname;
 	if (write_instance(s->sdir, cgname, NULL, err) < 0)
 		goto out;
+	c.ids = ids;
 	if (c.tool_bin) {
 		c.serve_fd = tool_socket(s, &c, err);
 		if (c.serve_fd < 0)
@@ -995,6 +1057,12 @@ static int local_start(struct box_sbprov_session *s, const cJSON *create_req,
 	(void)write_instance(s->sdir, cgname, &i, &(struct box_err){ 0 });
 	cJSON_DeleteItemFromObjectCaseSensitive(s->rec->provider_data, "holder");
 	cJSON_AddItemToObject(s->rec->provider_data, "holder", h);
+	o = cJSON_CreateObject();
+	box_json_add_int64(o, "uid", i.ids.uid);
+	box_json_add_int64(o, "gid", i.ids.gid);
+	box_json_add_int64(o, "count", i.ids.count);
+	cJSON_DeleteItemFromObjectCaseSensitive(s->rec->provider_data, "ids");
+	cJSON_AddItemToObject(s->rec->provider_data, "ids", o);
 	r = 0;
 out:
 	if (c.serve_fd >= 0)
@@ -1185,10 +1253,22 @@ static int open_target(const struct box_sbprov_session *s, const char *path, int
 {
 	char dir[PATH_MAX];
 
+	struct box_idmap ids;
+
 	if (file_target(s, path, dir, sizeof(dir), rel, writing, err) < 0)
 		return -1;
-	return box_ws_open(ws, dir, writing ? lim(s, "disk_bytes", BOX_SANDBOX_DEFAULT_DISK) : -1,
-			   err);
+	if (writing && session_ids(s, &ids, err) < 0)
+		return -1;
+	if (box_ws_open(ws, dir, writing ? lim(s, "disk_bytes", BOX_SANDBOX_DEFAULT_DISK) : -1,
+			err) < 0)
+		return -1;
+	/* what the host writes for the guest is the guest's */
+	if (writing && !ids_are_mine(&ids)) {
+		ws->own = 1;
+		ws->uid = (uid_t)ids.uid;
+		ws->gid = (gid_t)ids.gid;
+	}
+	return 0;
 }
 
 static cJSON *local_read(struct box_sbprov_session *s, const char *path, struct box_err *err)
@@ -1294,16 +1374,22 @@ static cJSON *local_checkpoint(struct box_sbprov_session *s, struct box_err *err
 static int local_restore(struct box_sbprov_session *s, const char *from, const char *digest,
 			 struct box_err *err)
 {
-	char snaps[PATH_MAX], max[32];
-	const char *args[7] = { "restore", snaps, digest, s->sdir, "workspace", max, NULL };
+	char snaps[PATH_MAX], max[32], owner[32];
+	const char *args[8] = { "restore", snaps, digest, s->sdir, "workspace", max, NULL, NULL };
 	int64_t disk = lim(s, "disk_bytes", BOX_SANDBOX_DEFAULT_DISK);
+	struct box_idmap ids;
 	cJSON *res;
 
+	if (session_ids(s, &ids, err) < 0)
+		return -1;
 	/* a snapshot whose files hold more than disk_bytes is refused before anything is
 	 * replaced (box-sbfiles extracts aside, then swaps) */
-	box_fmt(max, sizeof(max), "%lld", (long long)disk);
-	if (disk <= 0)
-		args[5] = NULL;
+	box_fmt(max, sizeof(max), "%lld", (long long)(disk > 0 ? disk : INT64_MAX));
+	/* the restored tree is the guest's before it takes the workspace's place */
+	if (!ids_are_mine(&ids)) {
+		box_fmt(owner, sizeof(owner), "%u:%u", ids.uid, ids.gid);
+		args[6] = owner;
+	}
 	box_fmt(snaps, sizeof(snaps), "%s/%s/snapshots", s->dir, from);
 	res = run_sbfiles(s->libexec, args, err);
 	cJSON_Delete(res);

@@ -12,6 +12,7 @@
 #include <cjson/cJSON.h>
 #include "cgroup.h"
 #include "err.h"
+#include "idmap.h"
 #include "sbexec.h"
 
 #define BOX_NSBOX_MOUNTS_MAX 32
@@ -70,12 +71,15 @@ struct box_nsbox_config {
 	 * keeper_serve(fd, keeper_ctx) is called when it is readable. -1: none. */
 	int serve_fd;
 	void (*keeper_serve)(int fd, const void *ctx);
+	/* The host ids of the guest's root (lib/sandbox/local/idmap.h); count 0: box_idmap_for_guest's. */
+	struct box_idmap ids;
 };
 
 struct box_nsbox_inst {
 	pid_t pid;              /* the holder, in the host's pid namespace */
 	int64_t start;          /* its start time (/proc/PID/stat field 22) */
 	enum box_cg_mode cg;
+	struct box_idmap ids;   /* what the guest's ids are on the host (box_nsbox_start) */
 };
 
 /* 0 if guest is an absolute, normalised path that may receive a mount (not /, not under
@@ -89,8 +93,13 @@ int box_nsbox_supported(void);
 /*
  * Starts a holder for the session and waits (at most 10 s) until its root is built. The
  * session directory's workspace/, input/, output/, root/, logs/ and run/ are created when
- * missing. Returns 0 with *out filled, or -1 with unsupported (no user namespaces), io_error
- * (a mount failed: the message names it) or timeout.
+ * missing; workspace/, input/ and output/ (the directories, not what is in them) are given to
+ * the guest's root (c->ids, or box_idmap_for_guest's when its count is 0). The guest's uid and
+ * gid 0 are c->ids' host ids: run as root, a range of unprivileged ids with no supplementary
+ * group; as an ordinary user the caller's own ids, its supplementary groups kept (an
+ * unprivileged user namespace cannot drop them). Returns 0 with *out filled (out->ids the map
+ * used), or -1 with unsupported (no user namespaces), invalid_request (a bad /etc/subuid or
+ * /etc/subgid), io_error (a mount failed: the message names it) or timeout.
  */
 int box_nsbox_start(const struct box_nsbox_config *c, struct box_nsbox_inst *out,
 		    struct box_err *err);

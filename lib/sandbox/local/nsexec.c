@@ -25,6 +25,7 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+#include <grp.h>
 
 #include "nsbox.h"
 #include "atomic.h"
@@ -127,6 +128,7 @@ static void __attribute__((noreturn)) supervisor_main(const struct box_nsbox_con
 
 	prctl(PR_SET_DUMPABLE, 0);
 	prctl(PR_SET_CHILD_SUBREAPER, 1);
+	box_nsbox_set_title("box-supervisor");
 	close(f->ctl[1]);
 	close(f->status[0]);
 	close(f->out[0]);
@@ -209,6 +211,16 @@ int box_nsbox_join(int pidfd, const int *nsfds)
 	for (k = 0; nsfds && k < NS_FDS; k++)
 		if (nsfds[k] >= 0)
 			close(nsfds[k]);
+	return box_nsbox_become_guest_root();
+}
+
+int box_nsbox_become_guest_root(void)
+{
+	/* EPERM: an ordinary user's namespace denies setgroups; its groups stay (documented) */
+	if (setgroups(0, NULL) < 0 && errno != EPERM)
+		return -1;
+	if (setresgid(0, 0, 0) < 0 || setresuid(0, 0, 0) < 0)
+		return -1;
 	return 0;
 }
 
@@ -226,6 +238,9 @@ void box_nsbox_c1_main(int pidfd, const int *nsfds, const struct box_nsbox_confi
 
 	if (box_cg_join(join_cg, c->cgname, 0, &(struct box_err){ 0 }) < 0)
 		box_nsbox_fail_stage(f->status[1], BOX_NSBOX_ST_CGROUP);
+	/* started by box-sandbox run as root rather than by the keeper: root's groups go first */
+	if (geteuid() == 0 && setgroups(0, NULL) < 0)
+		box_nsbox_fail_stage(f->status[1], BOX_NSBOX_ST_SETNS);
 	if (box_nsbox_join(pidfd, nsfds) < 0)
 		box_nsbox_fail_stage(f->status[1], BOX_NSBOX_ST_SETNS);
 	c2 = fork();

@@ -20,6 +20,7 @@
 #include <sys/statvfs.h>
 #include <sys/syscall.h>
 #include <sys/sysmacros.h>
+#include <sys/random.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -43,6 +44,7 @@ static const char *const etc_masked_dirs[] = { "sudoers.d", "ssl/private", "cred
 static const char *const proc_masked_files[] = {
 	"kcore", "sysrq-trigger", "keys", "key-users", "timer_list", "kallsyms", "sched_debug",
 	"latency_stats", "kmsg", "kpagecount", "kpageflags", "kpagecgroup", "config.gz", "vmcore",
+	"cmdline",
 };
 
 static const char *const proc_ro_dirs[] = { "sys", "irq", "bus", "fs", "sysvipc" };
@@ -181,6 +183,39 @@ static void build_dev(int rep, const char *root)
 		box_nsbox_die(rep, "remount", "/dev");
 }
 
+/* The guest's own boot_id: a random version 4 UUID in a file of a tmpfs of its own, mounted
+ * for a moment over /tmp, bound over /proc/sys/kernel/random/boot_id, then unmounted (the
+ * bind keeps it; nothing is unlinked, which would keep the root from becoming read-only). */
+static void own_boot_id(int rep, const char *root)
+{
+	unsigned char r[16];
+	char tmp[4096], p[4096], dst[4096], id[40];
+	int fd, n;
+
+	if (getrandom(r, sizeof(r), 0) != (ssize_t)sizeof(r))
+		box_nsbox_die(rep, "getrandom", "boot_id");
+	r[6] = (unsigned char)((r[6] & 0x0f) | 0x40);
+	r[8] = (unsigned char)((r[8] & 0x3f) | 0x80);
+	n = box_fmt(id, sizeof(id), "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-"
+		    "%02x%02x%02x%02x%02x%02x\n", r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7],
+		    r[8], r[9], r[10], r[11], r[12], r[13], r[14], r[15]);
+	path2(tmp, sizeof(tmp), root, "tmp");
+	box_fmt(p, sizeof(p), "%s/tmp/boot_id", root);
+	box_fmt(dst, sizeof(dst), "%s/proc/sys/kernel/random/boot_id", root);
+	if (mount("tmpfs", tmp, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, "size=4k,mode=755") < 0)
+		box_nsbox_die(rep, "mount", "boot_id");
+	fd = open(p, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0444);
+	if (fd < 0 || n < 0 || write(fd, id, (size_t)n) != n)
+		box_nsbox_die(rep, "create", "boot_id");
+	close(fd);
+	if (mount(p, dst, NULL, MS_BIND, NULL) < 0 ||
+	    mount(NULL, dst, NULL, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV |
+		  MS_NOEXEC, NULL) < 0)
+		box_nsbox_die(rep, "bind", "boot_id");
+	if (umount2(tmp, 0) < 0)
+		box_nsbox_die(rep, "umount", "boot_id");
+}
+
 static void build_proc(int rep, const char *root)
 {
 	char p[4096];
@@ -204,6 +239,7 @@ static void build_proc(int rep, const char *root)
 		if (lstat(p, &st) == 0 && S_ISDIR(st.st_mode))
 			bind_at(rep, p, p, 1);
 	}
+	own_boot_id(rep, root);
 }
 
 static void lo_up(int rep)
@@ -274,28 +310,85 @@ static void build_usr_etc(int rep, const char *root)
 	}
 }
 
-/* A directory of the session at a guest path. */
-static void bind_session_dir(int rep, const char *root, const struct box_nsbox_config *c,
-			     const char *guest, const char *name, int ro)
+/* What the holder opens while it still has its creator's host ids: what only those may reach
+ * (the session directory, the operator's mount sources, box-tool), later bound through
+ * /proc/self/fd once the holder is the guest's root. */
+struct sources {
+	int root;                                   /* the root tmpfs on <dir>/root */
+	int sess[4];                                /* workspace input output run */
+	int mounts[BOX_NSBOX_MOUNTS_MAX];
+	int tool;                                   /* box-tool, -1: none */
+};
+
+static const char *const sess_names[4] = { "workspace", "input", "output", "run" };
+
+static int open_path(int rep, int dirfd, const char *path, int flags)
 {
-	char p[4096], src[4096];
+	int fd = openat(dirfd, path, O_PATH | O_CLOEXEC | flags);
+
+	if (fd < 0)
+		box_nsbox_die(rep, "open", path);
+	return fd;
+}
+
+static void open_sources(int rep, const struct box_nsbox_config *c, struct sources *src)
+{
+	char p[4096];
+	int dir;
+	size_t i;
+
+	box_fmt(p, sizeof(p), "%s/root", c->dir);
+	src->root = open_path(rep, AT_FDCWD, p, O_DIRECTORY | O_NOFOLLOW);
+	dir = open_path(rep, AT_FDCWD, c->dir, O_DIRECTORY);
+	for (i = 0; i < 4; i++)
+		src->sess[i] = open_path(rep, dir, sess_names[i], O_DIRECTORY | O_NOFOLLOW);
+	close(dir);
+	for (i = 0; i < c->nmounts && i < BOX_NSBOX_MOUNTS_MAX; i++)
+		src->mounts[i] = open_path(rep, AT_FDCWD, c->mounts[i].host, 0);
+	src->tool = c->tool_bin ? open_path(rep, AT_FDCWD, c->tool_bin, 0) : -1;
+}
+
+static void close_sources(const struct box_nsbox_config *c, struct sources *src)
+{
+	size_t i;
+
+	close(src->root);
+	for (i = 0; i < 4; i++)
+		close(src->sess[i]);
+	for (i = 0; i < c->nmounts && i < BOX_NSBOX_MOUNTS_MAX; i++)
+		close(src->mounts[i]);
+	if (src->tool >= 0)
+		close(src->tool);
+}
+
+static void fd_path(char *out, size_t n, int fd)
+{
+	box_fmt(out, n, "/proc/self/fd/%d", fd);
+}
+
+/* A directory of the session at a guest path. */
+static void bind_session_dir(int rep, const char *root, const struct sources *src,
+			     const char *guest, int k, int ro)
+{
+	char p[4096], from[64];
 
 	path2(p, sizeof(p), root, guest);
 	mkpath(rep, p, 0755);
-	path2(src, sizeof(src), c->dir, name);
-	bind_at(rep, src, p, ro);
+	fd_path(from, sizeof(from), src->sess[k]);
+	bind_at(rep, from, p, ro);
 }
 
 /* box-tool, alone in a read-only /usr/local/bin. */
-static void build_tool_bin(int rep, const char *root, const char *tool_bin)
+static void build_tool_bin(int rep, const char *root, int tool)
 {
-	char p[4096];
+	char p[4096], tool_bin[64];
 
 	path2(p, sizeof(p), root, "usr/local/bin");
 	if (mount("tmpfs", p, "tmpfs", MS_NOSUID | MS_NODEV, "size=64k,mode=755") < 0)
 		box_nsbox_die(rep, "mount", "/usr/local/bin");
 	path2(p, sizeof(p), root, "usr/local/bin/box-tool");
 	touch(rep, p);
+	fd_path(tool_bin, sizeof(tool_bin), tool);
 	bind_at(rep, tool_bin, p, 1);
 	path2(p, sizeof(p), root, "usr/local/bin");
 	if (mount(NULL, p, NULL, MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV,
@@ -304,15 +397,16 @@ static void build_tool_bin(int rep, const char *root, const char *tool_bin)
 }
 
 /* The operator's --mount binds, files and directories. */
-static void build_mounts(int rep, const char *root, const struct box_nsbox_config *c)
+static void build_mounts(int rep, const char *root, const struct box_nsbox_config *c,
+			 const struct sources *srcs)
 {
-	char p[4096], src[4096];
+	char p[4096], src[4096], from[64];
 	struct stat st;
 	size_t i;
 
-	for (i = 0; i < c->nmounts; i++) {
+	for (i = 0; i < c->nmounts && i < BOX_NSBOX_MOUNTS_MAX; i++) {
 		box_fmt(p, sizeof(p), "%s%s", root, c->mounts[i].guest);
-		if (stat(c->mounts[i].host, &st) < 0)
+		if (fstat(srcs->mounts[i], &st) < 0)
 			box_nsbox_die(rep, "mount source", c->mounts[i].host);
 		if (S_ISDIR(st.st_mode)) {
 			mkpath(rep, p, 0755);
@@ -325,7 +419,8 @@ static void build_mounts(int rep, const char *root, const struct box_nsbox_confi
 			mkpath(rep, src, 0755);
 			touch(rep, p);
 		}
-		bind_at(rep, c->mounts[i].host, p, c->mounts[i].ro);
+		fd_path(from, sizeof(from), srcs->mounts[i]);
+		bind_at(rep, from, p, c->mounts[i].ro);
 	}
 }
 
@@ -345,15 +440,22 @@ static void pivot_into(int rep, const char *root)
 		box_nsbox_die(rep, "chdir", "/");
 }
 
+/* The root is built by the guest's root, not by the holder's creator: what it makes there
+ * is the guest's own, and it reaches the host only through what it opened before. */
 static void build_root(int rep, const struct box_nsbox_config *c)
 {
-	char root[4096], p[4096], opts[64];
+	char root[64], p[4096], opts[64];
+	struct sources src;
 
 	if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
 		box_nsbox_die(rep, "mount", "/ private");
-	box_fmt(root, sizeof(root), "%s/root", c->dir);
-	if (mount("tmpfs", root, "tmpfs", MS_NOSUID | MS_NODEV, "size=1m,mode=755") < 0)
+	box_fmt(p, sizeof(p), "%s/root", c->dir);
+	if (mount("tmpfs", p, "tmpfs", MS_NOSUID | MS_NODEV, "size=1m,mode=755,uid=0,gid=0") < 0)
 		box_nsbox_die(rep, "mount", "root tmpfs");
+	open_sources(rep, c, &src);
+	if (box_nsbox_become_guest_root() < 0)
+		box_nsbox_die(rep, "become", "the guest's root");
+	fd_path(root, sizeof(root), src.root);
 	build_sysdirs(rep, root);
 	build_usr_etc(rep, root);
 	path2(p, sizeof(p), root, "tmp");
@@ -368,14 +470,15 @@ static void build_root(int rep, const struct box_nsbox_config *c)
 	path2(p, sizeof(p), root, "proc");
 	mkpath(rep, p, 0555);
 	build_proc(rep, root);
-	bind_session_dir(rep, root, c, "workspace", "workspace", 0);
-	bind_session_dir(rep, root, c, "input", "input", 1);
-	bind_session_dir(rep, root, c, "output", "output", 0);
-	bind_session_dir(rep, root, c, "run/box", "run", 1);
-	if (c->tool_bin)
-		build_tool_bin(rep, root, c->tool_bin);
-	build_mounts(rep, root, c);
+	bind_session_dir(rep, root, &src, "workspace", 0, 0);
+	bind_session_dir(rep, root, &src, "input", 1, 1);
+	bind_session_dir(rep, root, &src, "output", 2, 0);
+	bind_session_dir(rep, root, &src, "run/box", 3, 1);
+	if (src.tool >= 0)
+		build_tool_bin(rep, root, src.tool);
+	build_mounts(rep, root, c, &src);
 	pivot_into(rep, root);
+	close_sources(c, &src);
 }
 
 /* PID 1 of the sandbox: reaps whatever is orphaned inside. Every signal is blocked; those that
@@ -421,6 +524,54 @@ static void send_ns(int rep, int sock)
 	close(sock);
 }
 
+/* Fields 48 and 49 of /proc/self/stat: where the argument strings are. */
+static int arg_area(unsigned long *start, unsigned long *end)
+{
+	char buf[2048], *s;
+	int fd, i;
+	ssize_t n;
+
+	fd = open("/proc/self/stat", O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return -1;
+	buf[n] = 0;
+	s = strrchr(buf, ')');
+	/* field 3 follows ") " */
+	for (i = 2; i < 48 && s; i++)
+		s = strchr(s + 1, ' ');
+	if (!s)
+		return -1;
+	*start = strtoul(s + 1, &s, 10);
+	*end = strtoul(s, NULL, 10);
+	return *start && *end > *start ? 0 : -1;
+}
+
+void box_nsbox_set_title(const char *name)
+{
+	unsigned long a, b;
+	size_t n = strlen(name), room;
+	char *p;
+
+	prctl(PR_SET_NAME, name);
+	if (arg_area(&a, &b) < 0)
+		return;
+	p = (char *)a;
+	room = (size_t)(b - a);
+	/* name and a NUL; the area's last byte is made non-zero (when it is not that NUL) so
+	 * that the kernel shows only what comes before the first NUL, as after setproctitle,
+	 * not the whole area */
+	if (n >= room)
+		n = room - 1;
+	memset(p, 0, room);
+	memcpy(p, name, n);
+	if (room > n + 1)
+		p[room - 1] = ' ';
+}
+
 void box_nsbox_holder_main(const struct box_nsbox_config *c, int rep, int go, int nssock)
 {
 	char b;
@@ -434,6 +585,7 @@ void box_nsbox_holder_main(const struct box_nsbox_config *c, int rep, int go, in
 	if (sethostname("box", 3) < 0)
 		box_nsbox_die(rep, "sethostname", "box");
 	lo_up(rep);
+	box_nsbox_set_title("box-init");
 	send_ns(rep, nssock);
 	prctl(PR_SET_DUMPABLE, 0);
 	(void)!write(rep, "R\n", 2);

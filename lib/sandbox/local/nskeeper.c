@@ -53,6 +53,7 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+#include <grp.h>
 
 #include "nsbox.h"
 #include "buf.h"
@@ -431,17 +432,21 @@ static void keeper_clone_holder(struct keeper *k)
 	close(k->nsp[1]);
 }
 
-/* The holder's uid and gid 0 are the caller's ids, nothing else. */
+/* The guest's ids (c->ids): run as root, guest 0-65535 on a range of unprivileged host ids,
+ * with setgroups allowed so that the holder and the exec chain can drop root's supplementary
+ * groups; an ordinary user maps its own ids and must deny setgroups (the kernel requires it
+ * of an unprivileged writer of gid_map). */
 static void keeper_map_ids(struct keeper *k)
 {
 	char msg[64];
 
-	box_fmt(msg, sizeof(msg), "0 %u 1", (unsigned)getuid());
-	if (write_proc(k->holder, "setgroups", "deny") < 0 ||
+	if (k->c->ids.count <= 1 && write_proc(k->holder, "setgroups", "deny") < 0)
+		box_nsbox_die(k->rep, "setgroups", "");
+	if (box_idmap_line(&k->c->ids, 0, msg, sizeof(msg)) < 0 ||
 	    write_proc(k->holder, "uid_map", msg) < 0)
 		box_nsbox_die(k->rep, "uid_map", "");
-	box_fmt(msg, sizeof(msg), "0 %u 1", (unsigned)getgid());
-	if (write_proc(k->holder, "gid_map", msg) < 0)
+	if (box_idmap_line(&k->c->ids, 1, msg, sizeof(msg)) < 0 ||
+	    write_proc(k->holder, "gid_map", msg) < 0)
 		box_nsbox_die(k->rep, "gid_map", "");
 }
 
@@ -598,6 +603,10 @@ void box_nsbox_keeper_main(const struct box_nsbox_config *c, enum box_cg_mode cg
 	 * the caller's credentials, in environ nor in /proc/PID/environ */
 	box_credenv_scrub_self();
 	keeper_detach(&k);
+	/* root's supplementary groups reach neither the holder nor any command (an ordinary
+	 * user cannot drop its own: see box_nsbox_start) */
+	if (geteuid() == 0 && setgroups(0, NULL) < 0)
+		box_nsbox_die(k.rep, "setgroups", "");
 	keeper_join_groups(&k, 0);
 	k.ctl = ctl_listen(c);
 	if (k.ctl < 0)

@@ -65,6 +65,17 @@ void box_nsbox_c1_main(int pidfd, const int *nsfds, const struct box_nsbox_confi
  * holder sent; closes both. 0, or -1 with errno. */
 int box_nsbox_join(int pidfd, const int *nsfds);
 
+/* After joining the sandbox's user namespace (or creating it, once the keeper wrote its
+ * maps): drops the supplementary groups (where the namespace allows it: not an ordinary
+ * user's) and becomes the guest's uid and gid 0, that is the host ids of the map rather than
+ * the creator's. 0, or -1 with errno. */
+int box_nsbox_become_guest_root(void);
+
+/* Sets what the guest's ps shows of this process: its comm and its whole command line
+ * (/proc/PID/cmdline reads name and a NUL), written over the argument area it inherited,
+ * which held the host's command line. */
+void box_nsbox_set_title(const char *name);
+
 /* The supervisor, for a process already in the sandbox's namespaces (pid ns as well). */
 void box_nsbox_supervisor_main(const struct box_nsbox_config *c, const struct box_sbexec *x,
 			       const struct box_nsbox_exec_fds *f, int64_t deadline, int nocg)
