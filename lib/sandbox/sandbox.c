@@ -18,6 +18,7 @@
 #include "provider.h"
 #include "sbcopy.h"
 #include "sbprov.h"
+#include "sbrepro.h"
 #include "sbstate.h"
 #include "tools.h"
 #include "banned.h"
@@ -26,7 +27,7 @@
 
 const struct box_field box_sandbox_fields[] = {
 	{ "op", BOX_F_STRING, 0, 16, 0, "the operation (the first word: create exec read write ls "
-	  "pause resume status snapshot restore delete list)", "OP", 0 },
+	  "pause resume status snapshot restore history delete list)", "OP", 0 },
 	{ "session", BOX_F_STRING, 0, BOX_SBSTATE_ID_MAX, 's', "the session id (create makes one when "
 	  "absent)", "ID", 0 },
 	{ "provider", BOX_F_STRING, 0, BOX_SBSTATE_PROVIDER_MAX, 0, "provider of a new session: local "
@@ -71,6 +72,8 @@ const struct box_field box_sandbox_fields[] = {
 	  "session", "ID", 0 },
 	{ "tools", BOX_F_STRING, 0, 4096, 0, "create: grant the tools of this manifest or box.lock "
 	  "to box-tool inside the sandbox", "FILE", 0 },
+	{ "limit", BOX_F_INT, 1, BOX_SBREPRO_HISTORY_MAX, 0, "history: the last N execs only",
+	  "N", 0 },
 	{ NULL, 0, 0, 0, 0, NULL, NULL, 0 },
 };
 
@@ -411,6 +414,21 @@ static int remove_session_dir(struct box_sandbox_ctx *s, struct box_err *err)
 	return r;
 }
 
+/* The provenance of the tools granted at create (config's "tools" file), kept in the
+ * record's config as "tools_granted": the execs report them without loading them again. */
+static int granted_tools(cJSON *config, struct box_err *err)
+{
+	const char *path = box_json_get_str(config, "tools", NULL);
+	cJSON *t;
+
+	if (!path)
+		return 0;
+	if (!(t = box_sbrepro_tools(path, err)))
+		return -1;
+	cJSON_AddItemToObject(config, "tools_granted", t);
+	return 0;
+}
+
 /* The record of a new session from the request, checked by its provider first: nothing is
  * created when the request asks for what the provider does not offer. */
 static int new_record(struct box_sandbox_ctx *s, const char *provider, struct box_err *err)
@@ -421,7 +439,7 @@ static int new_record(struct box_sandbox_ctx *s, const char *provider, struct bo
 	cJSON_AddItemToObject(config, "env", cJSON_Duplicate(cJSON_GetObjectItemCaseSensitive(req,
 							  "env"), 1) ?: cJSON_CreateArray());
 	if (s->p->configure(req, provider, libexec_dir(), config, err) < 0 ||
-	    box_sbstate_new(&s->rec, s->id, provider, err) < 0) {
+	    granted_tools(config, err) < 0 || box_sbstate_new(&s->rec, s->id, provider, err) < 0) {
 		cJSON_Delete(config);
 		return -1;
 	}
@@ -622,6 +640,21 @@ static cJSON *op_create(struct box_sandbox_ctx *s, struct box_err *err)
 	return status_json(s, NULL);
 }
 
+/* The exec's entry in the session's history. The command ran: a history that cannot be
+ * written loses the entry, never the result. */
+static void remember(struct box_sandbox_ctx *s, const cJSON *res)
+{
+	struct box_err e;
+	cJSON *entry;
+
+	box_err_init(&e);
+	entry = box_sbrepro_history_entry(s->req, res, &e);
+	if (entry)
+		(void)box_sbrepro_history_add(s->sdir, entry, box_sbrepro_history_cap(
+			lim(s, "disk_bytes", BOX_SANDBOX_DEFAULT_DISK)), &e);
+	cJSON_Delete(entry);
+}
+
 static cJSON *op_exec(struct box_sandbox_ctx *s, struct box_err *err)
 {
 	struct exec_spec e = { 0 };
@@ -630,7 +663,7 @@ static cJSON *op_exec(struct box_sandbox_ctx *s, struct box_err *err)
 	struct box_err why;
 	const cJSON *argv = cJSON_GetObjectItemCaseSensitive(s->req, "argv");
 	const char *cmd = box_json_get_str(s->req, "command", NULL);
-	cJSON *res = NULL, *shell = NULL;
+	cJSON *res = NULL, *shell = NULL, *prov = NULL;
 
 	if (cmd && cJSON_GetArraySize(argv) > 0)
 		return box_err_set(err, BOX_E_USAGE, "give either --command or ARGV, not both"), NULL;
@@ -651,6 +684,14 @@ static cJSON *op_exec(struct box_sandbox_ctx *s, struct box_err *err)
 	e.timeout_ms = (int)box_json_get_int(s->req, "timeout_ms",
 					     lim(s, "timeout_ms", BOX_SANDBOX_DEFAULT_TIMEOUT_MS));
 	e.events = box_json_get_bool(s->req, "events", 0);
+	/* before the command runs: a provenance that cannot be made fails an exec that ran not */
+	prov = box_sbrepro_provenance(s->req, s->io ? s->io->policy : NULL,
+				      cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(
+					      s->rec.provider_data, "config"), "tools_granted"), err);
+	if (!prov) {
+		box_sbexec_result_init(&r);
+		goto out;
+	}
 	if (run_exec(s, &e, &r, err) < 0) {
 		/* the instance died between the check and the exec: replace it, once */
 		if (err->code != BOX_E_NOT_FOUND || !s->p->retry_gone)
@@ -673,10 +714,14 @@ static cJSON *op_exec(struct box_sandbox_ctx *s, struct box_err *err)
 	cJSON_AddBoolToObject(res, "ok", why.code == BOX_OK);
 	if (why.code != BOX_OK)
 		cJSON_AddItemToObject(res, "error", box_err_to_json(&why));
+	cJSON_AddItemToObject(res, "provenance", prov);
+	prov = NULL;
+	remember(s, res);
 	touch(s);
 out:
 	box_sbexec_result_release(&r);
 	cJSON_Delete(shell);
+	cJSON_Delete(prov);
 	return res;
 }
 
@@ -860,6 +905,18 @@ static cJSON *op_restore(struct box_sandbox_ctx *s, struct box_err *err)
 	return res;
 }
 
+static cJSON *op_history(struct box_sandbox_ctx *s, struct box_err *err)
+{
+	cJSON *h, *o;
+
+	if (need_rec(s, err) < 0 ||
+	    !(h = box_sbrepro_history_read(s->sdir, box_json_get_int(s->req, "limit", 0), err)))
+		return NULL;
+	o = result_of(s, NULL);
+	cJSON_AddItemToObject(o, "history", h);
+	return o;
+}
+
 static cJSON *op_list(struct box_sandbox_ctx *s, struct box_err *err)
 {
 	cJSON *ids = box_sbstate_list(s->dir, LIST_MAX, err), *out, *arr, *id;
@@ -917,6 +974,8 @@ const struct box_sandbox_op box_sandbox_ops[] = {
 	  .run = op_snapshot, .usage = "SESSION" },
 	{ .name = "restore", .may_create = 0, .session = BOX_SANDBOX_SESSION_NEEDED,
 	  .run = op_restore, .args = { "digest" }, .usage = "SESSION DIGEST [--from SESSION]" },
+	{ .name = "history", .may_create = 0, .session = BOX_SANDBOX_SESSION_NEEDED,
+	  .run = op_history, .usage = "SESSION [--limit N]" },
 	{ .name = "delete", .may_create = 0, .session = BOX_SANDBOX_SESSION_NEEDED,
 	  .run = op_delete, .usage = "SESSION" },
 	{ .name = "list", .may_create = 0, .session = BOX_SANDBOX_SESSION_NONE,
