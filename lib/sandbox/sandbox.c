@@ -74,6 +74,10 @@ const struct box_field box_sandbox_fields[] = {
 	  "to box-tool inside the sandbox", "FILE", 0 },
 	{ "limit", BOX_F_INT, 1, BOX_SBREPRO_HISTORY_MAX, 0, "history: the last N execs only",
 	  "N", 0 },
+	{ "export", BOX_F_STRING, 1, 4096, 0, "snapshot: also write it as a self-contained archive "
+	  "to FILE", "FILE", 0 },
+	{ "from_snapshot", BOX_F_STRING, 1, 4096, 0, "create: make the session from an archive "
+	  "of snapshot --export", "FILE", 0 },
 	{ NULL, 0, 0, 0, 0, NULL, NULL, 0 },
 };
 
@@ -633,8 +637,15 @@ static cJSON *status_json(struct box_sandbox_ctx *s, const char *observed)
 
 /* ---- operations ---- */
 
+static cJSON *create_from_snapshot(struct box_sandbox_ctx *s, const char *file,
+				   struct box_err *err);
+
 static cJSON *op_create(struct box_sandbox_ctx *s, struct box_err *err)
 {
+	const char *file = box_json_get_str(s->req, "from_snapshot", NULL);
+
+	if (file)
+		return create_from_snapshot(s, file, err);
 	if (create_session(s, err) < 0)
 		return NULL;
 	return status_json(s, NULL);
@@ -861,14 +872,183 @@ static cJSON *op_delete(struct box_sandbox_ctx *s, struct box_err *err)
 	return o;
 }
 
+/* snapshot --export FILE: the snapshot just taken (res), its session's limits and the
+ * provenance, written to FILE by box-sbfiles. */
+static int export_snapshot(struct box_sandbox_ctx *s, cJSON *res, const char *file,
+			   struct box_err *err)
+{
+	cJSON *meta = cJSON_CreateObject(), *prov, *out;
+	char snaps[PATH_MAX], *text = NULL;
+	const char *args[] = { "export", snaps, box_json_get_str(res, "digest", ""), NULL, file,
+			       NULL };
+	int rc = -1;
+
+	if (!meta)
+		return box_err_set(err, BOX_E_INTERNAL, "out of memory");
+	prov = box_sbrepro_provenance(s->req, s->io ? s->io->policy : NULL,
+				      cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(
+					      s->rec.provider_data, "config"), "tools_granted"), err);
+	if (!prov)
+		goto out;
+	box_json_add_int64(meta, "version", 1);
+	cJSON_AddStringToObject(meta, "session", s->id);
+	cJSON_AddStringToObject(meta, "snapshot", args[2]);
+	cJSON_AddStringToObject(meta, "created_at", s->rec.created_at);
+	cJSON_AddItemToObject(meta, "limits", cJSON_Duplicate(s->rec.limits, 1));
+	cJSON_AddItemToObject(meta, "provenance", prov);
+	box_fmt(snaps, sizeof(snaps), "%s/snapshots", s->sdir);
+	if (!(text = cJSON_PrintUnformatted(meta))) {
+		box_err_set(err, BOX_E_INTERNAL, "out of memory");
+		goto out;
+	}
+	args[3] = text;
+	if (!(out = box_sbrepro_helper(args, err)))
+		goto out;
+	cJSON_AddStringToObject(res, "export", file);
+	cJSON_AddItemToObject(res, "export_bytes", cJSON_Duplicate(
+		cJSON_GetObjectItemCaseSensitive(out, "export_bytes"), 1));
+	cJSON_Delete(out);
+	rc = 0;
+out:
+	cJSON_free(text);
+	cJSON_Delete(meta);
+	return rc;
+}
+
 static cJSON *op_snapshot(struct box_sandbox_ctx *s, struct box_err *err)
 {
+	const char *file = box_json_get_str(s->req, "export", NULL);
 	cJSON *res;
 
+	if (file && !s->p->restore)
+		return box_err_set(err, BOX_E_UNSUPPORTED, "snapshot --export is a local provider "
+				   "feature"), NULL;
 	if (ready(s, err) < 0 || !(res = s->p->checkpoint(&s->ps, err)))
 		return NULL;
 	touch(s);
+	if (file && export_snapshot(s, res, file, err) < 0) {
+		cJSON_Delete(res);
+		return NULL;
+	}
 	return result_of(s, res);
+}
+
+/* The meta of an imported snapshot checked, and its limits added to req where req has none:
+ * only integer limits in their ranges, a string session and an object provenance. */
+static int take_meta(const cJSON *meta, cJSON *req, struct box_err *err)
+{
+	static const char *const keys[] = { "memory", "pids", "cpu_ms", "timeout_ms",
+		"max_output_bytes", "disk_bytes", "idle_pause_after_seconds" };
+	const cJSON *limits = cJSON_GetObjectItemCaseSensitive(meta, "limits"), *v;
+	cJSON *check = cJSON_CreateObject();
+	struct box_err why;
+	size_t k;
+	int rc = 0;
+
+	box_err_init(&why);
+	if (!box_json_is_int_literal(cJSON_GetObjectItemCaseSensitive(meta, "version")) ||
+	    box_json_get_int(meta, "version", 0) != 1)
+		rc = box_err_set(&why, BOX_E_INVALID, "version is not 1");
+	else if (limits && !cJSON_IsObject(limits))
+		rc = box_err_set(&why, BOX_E_INVALID, "limits is not an object");
+	else if ((v = cJSON_GetObjectItemCaseSensitive(meta, "provenance")) && !cJSON_IsObject(v))
+		rc = box_err_set(&why, BOX_E_INVALID, "provenance is not an object");
+	else if ((v = cJSON_GetObjectItemCaseSensitive(meta, "session")) && !cJSON_IsString(v))
+		rc = box_err_set(&why, BOX_E_INVALID, "session is not a string");
+	cJSON_ArrayForEach(v, limits) {
+		if (rc < 0)
+			break;
+		for (k = 0; k < sizeof(keys) / sizeof(keys[0]); k++)
+			if (strcmp(v->string, keys[k]) == 0)
+				break;
+		if (k == sizeof(keys) / sizeof(keys[0]))
+			rc = box_err_set(&why, BOX_E_INVALID, "unknown limit '%.40s'", v->string);
+		else
+			cJSON_AddItemToObject(check, v->string, cJSON_Duplicate(v, 1));
+	}
+	if (rc == 0 && box_json_check(check, box_sandbox_fields, &why) < 0)
+		rc = -1;
+	cJSON_ArrayForEach(v, check)
+		if (rc == 0 && !cJSON_GetObjectItemCaseSensitive(req, v->string))
+			cJSON_AddItemToObject(req, v->string, cJSON_Duplicate(v, 1));
+	cJSON_Delete(check);
+	if (rc < 0) {
+		box_err_set(err, BOX_E_INVALID, "exported snapshot: %s%s%s", why.message,
+			    why.path[0] ? " at limits" : "", why.path[0] ? why.path + 1 : "");
+		box_err_path(err, "$.from_snapshot");
+	}
+	return rc;
+}
+
+/* create --from-snapshot FILE: the archive is extracted and checked by box-sbfiles (bounded
+ * by the new session's disk_bytes) before anything of the session exists; the session is
+ * then created as any other, and its workspace restored from the imported snapshot. A failure
+ * leaves neither the session nor the extracted files. */
+static cJSON *create_from_snapshot(struct box_sandbox_ctx *s, const char *file,
+				   struct box_err *err)
+{
+	char max[32], from[PATH_MAX], to[PATH_MAX];
+	const char *args[] = { "import", file, s->dir, max, NULL };
+	const char *dir, *digest;
+	const cJSON *orig = s->req;
+	cJSON *imp, *req = NULL, *res = NULL, *o;
+	int dfd;
+
+	if (no_create(s, err))
+		return NULL;
+	if (strcmp(box_json_get_str(s->req, "provider", "local"), "local") != 0)
+		return box_err_set(err, BOX_E_UNSUPPORTED, "create --from-snapshot is a local "
+				   "provider feature"), NULL;
+	box_fmt(max, sizeof(max), "%lld", (long long)box_json_get_int(s->req, "disk_bytes",
+									BOX_SANDBOX_DEFAULT_DISK));
+	if (!(imp = box_sbrepro_helper(args, err))) {
+		if (!err->path[0])
+			box_err_path(err, "$.from_snapshot");
+		return NULL;
+	}
+	dir = box_json_get_str(imp, "dir", "");
+	digest = box_json_get_str(imp, "digest", "");
+	req = cJSON_Duplicate(s->req, 1);
+	if (!req || take_meta(cJSON_GetObjectItemCaseSensitive(imp, "meta"), req, err) < 0)
+		goto out;
+	s->req = req;
+	if (create_session(s, err) < 0)
+		goto out;
+	box_fmt(from, sizeof(from), "%s/%s/snapshots", s->dir, dir);
+	box_fmt(to, sizeof(to), "%s/snapshots", s->sdir);
+	if (rename(from, to) < 0) {
+		box_err_sys(err, "cannot move the imported snapshot into %s", s->sdir);
+		goto undo;
+	}
+	if (s->p->stop(&s->ps, err) < 0 || s->p->restore(&s->ps, s->id, digest, err) < 0 ||
+	    ensure(s, 0, err) < 0)
+		goto undo;
+	res = status_json(s, NULL);
+	o = cJSON_AddObjectToObject(res, "from_snapshot");
+	cJSON_AddStringToObject(o, "digest", digest);
+	cJSON_AddItemToObject(o, "meta", cJSON_DetachItemFromObjectCaseSensitive(imp, "meta"));
+	goto out;
+undo:
+	{
+		struct box_err e2;
+
+		box_err_init(&e2);
+		(void)s->p->stop(&s->ps, &e2);
+		(void)box_sbstate_delete(s->dir, s->id, &e2);
+		(void)remove_session_dir(s, &e2);
+		s->have_rec = 0;
+	}
+out:
+	dfd = open(s->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd >= 0 && *dir) {
+		(void)box_sbcopy_remove_tree(dfd, dir, &(struct box_err){ 0 });
+	}
+	if (dfd >= 0)
+		close(dfd);
+	s->req = orig;
+	cJSON_Delete(req);
+	cJSON_Delete(imp);
+	return res;
 }
 
 static cJSON *op_restore(struct box_sandbox_ctx *s, struct box_err *err)

@@ -14,6 +14,8 @@
 #include "buf.h"
 #include "clock.h"
 #include "json.h"
+#include "libexec.h"
+#include "proc.h"
 #include "provenance.h"
 #include "sbstate.h"
 #include "tools.h"
@@ -693,4 +695,53 @@ cJSON *box_sbrepro_history_read(const char *sdir, int64_t limit, struct box_err 
 	}
 	box_buf_release(&b);
 	return arr;
+}
+
+/* ---- the helper ---- */
+
+#define HELPER_OUT_MAX ((size_t)1 << 20)
+#define HELPER_TIMEOUT_MS 600000
+
+cJSON *box_sbrepro_helper(const char *const *args, struct box_err *err)
+{
+	extern char **environ;
+	char path[4096];
+	const char *argv[8];
+	struct box_proc_opts o = { 0 };
+	struct box_proc_result r;
+	cJSON *res = NULL;
+	int i;
+
+	if (box_libexec_find("box-sbfiles", path, sizeof(path), err) < 0)
+		return NULL;
+	argv[0] = path;
+	for (i = 0; args[i] && i < 6; i++)
+		argv[i + 1] = args[i];
+	argv[i + 1] = NULL;
+	o.argv = argv;
+	o.envp = environ;
+	o.timeout_ms = HELPER_TIMEOUT_MS;
+	o.max_stdout = HELPER_OUT_MAX;
+	if (box_proc_run(&o, &r, err) < 0)
+		goto out;
+	if (r.timed_out) {
+		box_err_limit(err, BOX_E_TIMEOUT, "timeout_ms", HELPER_TIMEOUT_MS, "ms",
+			      "box-sbfiles did not finish within %d ms", HELPER_TIMEOUT_MS);
+		goto out;
+	}
+	res = r.stdout_overflow ? NULL : box_json_parse(r.out.data ? r.out.data : "", r.out.len,
+							  err);
+	if (!res) {
+		box_err_set(err, BOX_E_INTERNAL, "box-sbfiles printed no JSON%s%s",
+			    r.err_tail[0] ? ": " : "", r.err_tail);
+		goto out;
+	}
+	if (!cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(res, "ok"))) {
+		box_err_from_json(err, cJSON_GetObjectItemCaseSensitive(res, "error"));
+		cJSON_Delete(res);
+		res = NULL;
+	}
+out:
+	box_proc_result_release(&r);
+	return res;
 }

@@ -75,4 +75,8 @@ int64_t box_sbrepro_history_cap(int64_t disk_bytes);
  * does not parse is skipped. A new array, or NULL with err. */
 cJSON *box_sbrepro_history_read(const char *sdir, int64_t limit, struct box_err *err);
 
+/* Runs box-sbfiles with args (NULL-terminated, at most 6): its result object, or NULL with
+ * the error it printed (or not_found when it is not installed, timeout, internal). */
+cJSON *box_sbrepro_helper(const char *const *args, struct box_err *err);
+
 #endif
