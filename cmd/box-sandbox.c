@@ -196,7 +196,7 @@ int main(int argc, char **argv)
 {
 	struct box_sandbox_io io = { on_output, NULL, 0 };
 	struct box_err err;
-	cJSON *req, *res;
+	cJSON *req, *res, *policy;
 	int rest, status, want_describe = describe_with_tools(&argc, argv);
 	const struct box_sandbox_op *op;
 	const char *bound;
@@ -229,7 +229,9 @@ int main(int argc, char **argv)
 		return fail_op(op, &err);
 	}
 	io.no_create = box_cli_agent() && !box_trust_may_create(box_cli_trust());
+	io.policy = policy = box_trust_effective(box_cli_trust());
 	res = box_sandbox(req, &io, &err);
+	cJSON_Delete(policy);
 	if (res && box_cli_agent() && op && strcmp(op->name, "list") == 0)
 		box_trust_filter_sessions(box_cli_trust(), bound,
 					  cJSON_GetObjectItemCaseSensitive(res, "sessions"));

@@ -10,6 +10,7 @@
 
 #include "cli.h"
 #include "json.h"
+#include "sbexport.h"
 #include "sbfiles.h"
 #include "banned.h"
 
@@ -17,6 +18,8 @@ static const char usage[] =
 	"Usage: box-sbfiles outputs [--max-files N] [--max-bytes N] DIR\n"
 	"       box-sbfiles snapshot SRC_DIR SNAP_DIR\n"
 	"       box-sbfiles restore SNAP_DIR DIGEST DEST_PARENT NAME [MAX_BYTES [UID:GID]]\n"
+	"       box-sbfiles export SNAP_DIR DIGEST META_JSON FILE\n"
+	"       box-sbfiles import FILE PARENT MAX_BYTES\n"
 	"       box-sbfiles --help | --version\n"
 	"\n"
 	"File work of box-sandbox, not meant to be run by hand. Prints one JSON object.\n"
@@ -24,7 +27,10 @@ static const char usage[] =
 	"            each inode hashed once, at most N bytes of distinct files hashed)\n"
 	"  snapshot  pack SRC_DIR into SNAP_DIR/<hex>.tar.gz and print its digest\n"
 	"  restore   replace DEST_PARENT/NAME with the snapshot DIGEST from SNAP_DIR (owned by\n"
-	"            UID:GID when given)\n";
+	"            UID:GID when given)\n"
+	"  export    write the snapshot DIGEST and META_JSON as a self-contained archive FILE\n"
+	"  import    extract the archive FILE into a new directory of PARENT, its workspace\n"
+	"            as a snapshot, and print the directory, the digest and the meta\n";
 
 static const struct box_cli cli = { .name = "box-sbfiles" };
 
@@ -190,6 +196,65 @@ static cJSON *restore(int argc, char **argv, struct box_err *err)
 	return res;
 }
 
+static cJSON *export(int argc, char **argv, struct box_err *err)
+{
+	struct box_archive_stats st = { 0 };
+	cJSON *meta, *res;
+	int snap, r;
+
+	if (argc != 4)
+		return box_err_set(err, BOX_E_USAGE, "usage: box-sbfiles export SNAP_DIR DIGEST "
+				   "META_JSON FILE"), NULL;
+	if (!(meta = box_json_parse(argv[2], strlen(argv[2]), err)))
+		return NULL;
+	snap = open_dir(argv[0], err);
+	r = snap < 0 ? -1 : box_sbexport_write(snap, argv[1], meta, argv[3], &st, err);
+	if (snap >= 0)
+		close(snap);
+	cJSON_Delete(meta);
+	if (r < 0)
+		return NULL;
+	res = cJSON_CreateObject();
+	if (!res || !cJSON_AddTrueToObject(res, "ok") ||
+	    !box_json_add_int64(res, "export_bytes", st.archive_bytes)) {
+		cJSON_Delete(res);
+		return box_err_set(err, BOX_E_INTERNAL, "out of memory"), NULL;
+	}
+	return res;
+}
+
+static cJSON *import(int argc, char **argv, struct box_err *err)
+{
+	char dir[64], digest[72], *end;
+	long long max;
+	cJSON *meta, *res;
+	int parent;
+
+	if (argc != 3)
+		return box_err_set(err, BOX_E_USAGE, "usage: box-sbfiles import FILE PARENT "
+				   "MAX_BYTES"), NULL;
+	errno = 0;
+	max = strtoll(argv[2], &end, 10);
+	if (errno || *end || end == argv[2] || max < 0)
+		return box_err_set(err, BOX_E_USAGE, "invalid MAX_BYTES '%.40s'", argv[2]), NULL;
+	parent = open_dir(argv[1], err);
+	if (parent < 0)
+		return NULL;
+	meta = box_sbexport_read(argv[0], parent, max, dir, digest, err);
+	close(parent);
+	if (!meta)
+		return NULL;
+	res = cJSON_CreateObject();
+	if (!res || !cJSON_AddTrueToObject(res, "ok") || !cJSON_AddStringToObject(res, "dir", dir) ||
+	    !cJSON_AddStringToObject(res, "digest", digest)) {
+		cJSON_Delete(res);
+		cJSON_Delete(meta);
+		return box_err_set(err, BOX_E_INTERNAL, "out of memory"), NULL;
+	}
+	cJSON_AddItemToObject(res, "meta", meta);
+	return res;
+}
+
 int main(int argc, char **argv)
 {
 	struct box_err err;
@@ -214,6 +279,10 @@ int main(int argc, char **argv)
 		res = snapshot(argc - 2, argv + 2, &err);
 	else if (strcmp(argv[1], "restore") == 0)
 		res = restore(argc - 2, argv + 2, &err);
+	else if (strcmp(argv[1], "export") == 0)
+		res = export(argc - 2, argv + 2, &err);
+	else if (strcmp(argv[1], "import") == 0)
+		res = import(argc - 2, argv + 2, &err);
 	else
 		box_err_set(&err, BOX_E_USAGE, "unknown command \"%s\" (see --help)", argv[1]);
 	if (!res)

@@ -128,6 +128,10 @@ publish() {
 	one_json_where '.stdout | fromjson | .result.cwd == $d' --arg d "$STORE"
 	run -0 --separate-stderr box-sandbox exec et -- box-tool shout --json '{"text": "ok"}'
 	jqe '.stdout | fromjson | .result.shouted == "OK" and .result.times == 1'
+	# the provenance names each tool granted with the store digest box.lock pins (issue 17)
+	one_json_where '(.provenance.tools | length) >= 2 and
+		(.provenance.tools | all(.digest == $d)) and
+		(.provenance.tools | map(.name) | index("shout") != null)' --arg d "$DIGEST"
 	# the host validates the input against the pulled schema
 	run -1 --separate-stderr box-sandbox exec et -- box-tool shout --text hi --times 0
 	jqe '.exit_code == 2 and (.stdout | fromjson | .error.code == "invalid_request")'

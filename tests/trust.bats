@@ -45,6 +45,8 @@ hostile() {
 	registry) echo "\"oci:$T/evil\"" ;;
 	lock | manifest) echo "\"$T/evil.lock\"" ;;
 	locks) echo "[\"$T/evil.lock\"]" ;;
+	export) echo "\"$T/pwned\"" ;;
+	from_snapshot) echo "\"$T/evil\"" ;;
 	insecure | force) echo true ;;
 	max_timeout_ms) echo 86400000 ;;
 	max_*) echo 1000000 ;;
@@ -66,7 +68,7 @@ nothing_left() {
 	run -0 operator_members box-run
 	assert_equal "$(echo $output)" "allow allow_private_network max_instructions max_output_bytes max_result_bytes max_write_bytes tools workspace"
 	run -0 operator_members box-sandbox
-	assert_equal "$(echo $output)" "env idle_pause_after_seconds init input mount provider tools"
+	assert_equal "$(echo $output)" "env export from_snapshot idle_pause_after_seconds init input mount provider tools"
 	run -0 operator_members box-pack
 	assert_equal "$(echo $output)" "dir force insecure registry"
 	run -0 operator_members box-pull

@@ -21,6 +21,7 @@
 #include "fswalk.h"
 #include "sbcopy.h"
 #include "sbprov.h"
+#include "sbrepro.h"
 #include "sbstate.h"
 #include "tools.h"
 #include "banned.h"
@@ -29,7 +30,7 @@
 
 const struct box_field box_sandbox_fields[] = {
 	{ "op", BOX_F_STRING, 0, 16, 0, "the operation (the first word: create exec read write ls "
-	  "pause resume status snapshot restore delete list)", "OP", 0 },
+	  "pause resume status snapshot restore history delete list)", "OP", 0 },
 	{ "session", BOX_F_STRING, 0, BOX_SBSTATE_ID_MAX, 's', "the session id (create makes one when "
 	  "absent)", "ID", 0 },
 	{ "provider", BOX_F_STRING, 0, BOX_SBSTATE_PROVIDER_MAX, 0, "provider of a new session: local "
@@ -74,6 +75,12 @@ const struct box_field box_sandbox_fields[] = {
 	  "session", "ID", 0 },
 	{ "tools", BOX_F_STRING, 0, 4096, 0, "create: grant the tools of this manifest or box.lock "
 	  "to box-tool inside the sandbox", "FILE", 0 },
+	{ "limit", BOX_F_INT, 1, BOX_SBREPRO_HISTORY_MAX, 0, "history: the last N execs only",
+	  "N", 0 },
+	{ "export", BOX_F_STRING, 1, 4096, 0, "snapshot: also write it as a self-contained archive "
+	  "to FILE", "FILE", 0 },
+	{ "from_snapshot", BOX_F_STRING, 1, 4096, 0, "create: make the session from an archive "
+	  "of snapshot --export", "FILE", 0 },
 	{ NULL, 0, 0, 0, 0, NULL, NULL, 0 },
 };
 
@@ -561,6 +568,21 @@ static int delete_session(struct box_sandbox_ctx *s, struct box_err *err)
 	return box_sbstate_delete(s->dir, s->id, err);
 }
 
+/* The provenance of the tools granted at create (config's "tools" file), kept in the
+ * record's config as "tools_granted": the execs report them without loading them again. */
+static int granted_tools(cJSON *config, struct box_err *err)
+{
+	const char *path = box_json_get_str(config, "tools", NULL);
+	cJSON *t;
+
+	if (!path)
+		return 0;
+	if (!(t = box_sbrepro_tools(path, err)))
+		return -1;
+	cJSON_AddItemToObject(config, "tools_granted", t);
+	return 0;
+}
+
 /* The record of a new session from the request, checked by its provider first: nothing is
  * created when the request asks for what the provider does not offer. */
 static int new_record(struct box_sandbox_ctx *s, const char *provider, struct box_err *err)
@@ -571,7 +593,7 @@ static int new_record(struct box_sandbox_ctx *s, const char *provider, struct bo
 	cJSON_AddItemToObject(config, "env", cJSON_Duplicate(cJSON_GetObjectItemCaseSensitive(req,
 							  "env"), 1) ?: cJSON_CreateArray());
 	if (s->p->configure(req, provider, libexec_dir(), config, err) < 0 ||
-	    box_sbstate_new(&s->rec, s->id, provider, err) < 0) {
+	    granted_tools(config, err) < 0 || box_sbstate_new(&s->rec, s->id, provider, err) < 0) {
 		cJSON_Delete(config);
 		return -1;
 	}
@@ -765,8 +787,15 @@ static cJSON *status_json(struct box_sandbox_ctx *s, const char *observed)
 
 /* ---- operations ---- */
 
+static cJSON *create_from_snapshot(struct box_sandbox_ctx *s, const char *file,
+				   struct box_err *err);
+
 static cJSON *op_create(struct box_sandbox_ctx *s, struct box_err *err)
 {
+	const char *file = box_json_get_str(s->req, "from_snapshot", NULL);
+
+	if (file)
+		return create_from_snapshot(s, file, err);
 	if (create_session(s, err) < 0)
 		return NULL;
 	return status_json(s, NULL);
@@ -822,6 +851,21 @@ static int run_exec_unlocked(struct box_sandbox_ctx *s, const struct exec_spec *
 	return rc;
 }
 
+/* The exec's entry in the session's history. The command ran: a history that cannot be
+ * written loses the entry, never the result. */
+static void remember(struct box_sandbox_ctx *s, const cJSON *res)
+{
+	struct box_err e;
+	cJSON *entry;
+
+	box_err_init(&e);
+	entry = box_sbrepro_history_entry(s->req, res, &e);
+	if (entry)
+		(void)box_sbrepro_history_add(s->sdir, entry, box_sbrepro_history_cap(
+			lim(s, "disk_bytes", BOX_SANDBOX_DEFAULT_DISK)), &e);
+	cJSON_Delete(entry);
+}
+
 static cJSON *op_exec(struct box_sandbox_ctx *s, struct box_err *err)
 {
 	struct exec_spec e = { 0 };
@@ -830,7 +874,7 @@ static cJSON *op_exec(struct box_sandbox_ctx *s, struct box_err *err)
 	struct box_err why;
 	const cJSON *argv = cJSON_GetObjectItemCaseSensitive(s->req, "argv");
 	const char *cmd = box_json_get_str(s->req, "command", NULL);
-	cJSON *res = NULL, *shell = NULL;
+	cJSON *res = NULL, *shell = NULL, *prov = NULL;
 
 	if (cmd && cJSON_GetArraySize(argv) > 0)
 		return box_err_set(err, BOX_E_USAGE, "give either --command or ARGV, not both"), NULL;
@@ -851,6 +895,15 @@ static cJSON *op_exec(struct box_sandbox_ctx *s, struct box_err *err)
 	e.stdin_data = box_json_get_str(s->req, "stdin", NULL);
 	exec_limits(s, &e);
 	e.events = box_json_get_bool(s->req, "events", 0);
+	/* before the command runs: a provenance that cannot be made fails an exec that ran not */
+	prov = box_sbrepro_provenance(s->req, s->io ? s->io->policy : NULL,
+				      cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(
+					      s->rec.provider_data, "config"), "tools_granted"), err);
+	if (!prov) {
+		box_sbexec_result_init(&r);
+		res = exec_failure(s->id, 0, err);
+		goto out;
+	}
 	if (run_exec_unlocked(s, &e, &r, err) < 0) {
 		/* the instance died between the check and the exec: replace it, once (only when
 		 * the command did not run, and with the record's lock again) */
@@ -880,10 +933,14 @@ static cJSON *op_exec(struct box_sandbox_ctx *s, struct box_err *err)
 	cJSON_AddBoolToObject(res, "ok", why.code == BOX_OK);
 	if (why.code != BOX_OK)
 		cJSON_AddItemToObject(res, "error", box_err_to_json(&why));
+	cJSON_AddItemToObject(res, "provenance", prov);
+	prov = NULL;
+	remember(s, res);
 	touch(s);
 out:
 	box_sbexec_result_release(&r);
 	cJSON_Delete(shell);
+	cJSON_Delete(prov);
 	return res;
 }
 
@@ -1041,14 +1098,183 @@ static cJSON *op_delete(struct box_sandbox_ctx *s, struct box_err *err)
 	return o;
 }
 
+/* snapshot --export FILE: the snapshot just taken (res), its session's limits and the
+ * provenance, written to FILE by box-sbfiles. */
+static int export_snapshot(struct box_sandbox_ctx *s, cJSON *res, const char *file,
+			   struct box_err *err)
+{
+	cJSON *meta = cJSON_CreateObject(), *prov, *out;
+	char snaps[PATH_MAX], *text = NULL;
+	const char *args[] = { "export", snaps, box_json_get_str(res, "digest", ""), NULL, file,
+			       NULL };
+	int rc = -1;
+
+	if (!meta)
+		return box_err_set(err, BOX_E_INTERNAL, "out of memory");
+	prov = box_sbrepro_provenance(s->req, s->io ? s->io->policy : NULL,
+				      cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(
+					      s->rec.provider_data, "config"), "tools_granted"), err);
+	if (!prov)
+		goto out;
+	box_json_add_int64(meta, "version", 1);
+	cJSON_AddStringToObject(meta, "session", s->id);
+	cJSON_AddStringToObject(meta, "snapshot", args[2]);
+	cJSON_AddStringToObject(meta, "created_at", s->rec.created_at);
+	cJSON_AddItemToObject(meta, "limits", cJSON_Duplicate(s->rec.limits, 1));
+	cJSON_AddItemToObject(meta, "provenance", prov);
+	box_fmt(snaps, sizeof(snaps), "%s/snapshots", s->sdir);
+	if (!(text = cJSON_PrintUnformatted(meta))) {
+		box_err_set(err, BOX_E_INTERNAL, "out of memory");
+		goto out;
+	}
+	args[3] = text;
+	if (!(out = box_sbrepro_helper(args, err)))
+		goto out;
+	cJSON_AddStringToObject(res, "export", file);
+	cJSON_AddItemToObject(res, "export_bytes", cJSON_Duplicate(
+		cJSON_GetObjectItemCaseSensitive(out, "export_bytes"), 1));
+	cJSON_Delete(out);
+	rc = 0;
+out:
+	cJSON_free(text);
+	cJSON_Delete(meta);
+	return rc;
+}
+
 static cJSON *op_snapshot(struct box_sandbox_ctx *s, struct box_err *err)
 {
+	const char *file = box_json_get_str(s->req, "export", NULL);
 	cJSON *res;
 
+	if (file && !s->p->restore)
+		return box_err_set(err, BOX_E_UNSUPPORTED, "snapshot --export is a local provider "
+				   "feature"), NULL;
 	if (ready(s, err) < 0 || !(res = s->p->checkpoint(&s->ps, err)))
 		return NULL;
 	touch(s);
+	if (file && export_snapshot(s, res, file, err) < 0) {
+		cJSON_Delete(res);
+		return NULL;
+	}
 	return result_of(s, res);
+}
+
+/* The meta of an imported snapshot checked, and its limits added to req where req has none:
+ * only integer limits in their ranges, a string session and an object provenance. */
+static int take_meta(const cJSON *meta, cJSON *req, struct box_err *err)
+{
+	static const char *const keys[] = { "memory", "pids", "cpu_ms", "timeout_ms",
+		"max_output_bytes", "disk_bytes", "idle_pause_after_seconds" };
+	const cJSON *limits = cJSON_GetObjectItemCaseSensitive(meta, "limits"), *v;
+	cJSON *check = cJSON_CreateObject();
+	struct box_err why;
+	size_t k;
+	int rc = 0;
+
+	box_err_init(&why);
+	if (!box_json_is_int_literal(cJSON_GetObjectItemCaseSensitive(meta, "version")) ||
+	    box_json_get_int(meta, "version", 0) != 1)
+		rc = box_err_set(&why, BOX_E_INVALID, "version is not 1");
+	else if (limits && !cJSON_IsObject(limits))
+		rc = box_err_set(&why, BOX_E_INVALID, "limits is not an object");
+	else if ((v = cJSON_GetObjectItemCaseSensitive(meta, "provenance")) && !cJSON_IsObject(v))
+		rc = box_err_set(&why, BOX_E_INVALID, "provenance is not an object");
+	else if ((v = cJSON_GetObjectItemCaseSensitive(meta, "session")) && !cJSON_IsString(v))
+		rc = box_err_set(&why, BOX_E_INVALID, "session is not a string");
+	cJSON_ArrayForEach(v, limits) {
+		if (rc < 0)
+			break;
+		for (k = 0; k < sizeof(keys) / sizeof(keys[0]); k++)
+			if (strcmp(v->string, keys[k]) == 0)
+				break;
+		if (k == sizeof(keys) / sizeof(keys[0]))
+			rc = box_err_set(&why, BOX_E_INVALID, "unknown limit '%.40s'", v->string);
+		else
+			cJSON_AddItemToObject(check, v->string, cJSON_Duplicate(v, 1));
+	}
+	if (rc == 0 && box_json_check(check, box_sandbox_fields, &why) < 0)
+		rc = -1;
+	cJSON_ArrayForEach(v, check)
+		if (rc == 0 && !cJSON_GetObjectItemCaseSensitive(req, v->string))
+			cJSON_AddItemToObject(req, v->string, cJSON_Duplicate(v, 1));
+	cJSON_Delete(check);
+	if (rc < 0) {
+		box_err_set(err, BOX_E_INVALID, "exported snapshot: %s%s%s", why.message,
+			    why.path[0] ? " at limits" : "", why.path[0] ? why.path + 1 : "");
+		box_err_path(err, "$.from_snapshot");
+	}
+	return rc;
+}
+
+/* create --from-snapshot FILE: the archive is extracted and checked by box-sbfiles (bounded
+ * by the new session's disk_bytes) before anything of the session exists; the session is
+ * then created as any other, and its workspace restored from the imported snapshot. A failure
+ * leaves neither the session nor the extracted files. */
+static cJSON *create_from_snapshot(struct box_sandbox_ctx *s, const char *file,
+				   struct box_err *err)
+{
+	char max[32], from[PATH_MAX], to[PATH_MAX];
+	const char *args[] = { "import", file, s->dir, max, NULL };
+	const char *dir, *digest;
+	const cJSON *orig = s->req;
+	cJSON *imp, *req = NULL, *res = NULL, *o;
+	int dfd;
+
+	if (no_create(s, err))
+		return NULL;
+	if (strcmp(box_json_get_str(s->req, "provider", "local"), "local") != 0)
+		return box_err_set(err, BOX_E_UNSUPPORTED, "create --from-snapshot is a local "
+				   "provider feature"), NULL;
+	box_fmt(max, sizeof(max), "%lld", (long long)box_json_get_int(s->req, "disk_bytes",
+									BOX_SANDBOX_DEFAULT_DISK));
+	if (!(imp = box_sbrepro_helper(args, err))) {
+		if (!err->path[0])
+			box_err_path(err, "$.from_snapshot");
+		return NULL;
+	}
+	dir = box_json_get_str(imp, "dir", "");
+	digest = box_json_get_str(imp, "digest", "");
+	req = cJSON_Duplicate(s->req, 1);
+	if (!req || take_meta(cJSON_GetObjectItemCaseSensitive(imp, "meta"), req, err) < 0)
+		goto out;
+	s->req = req;
+	if (create_session(s, err) < 0)
+		goto out;
+	box_fmt(from, sizeof(from), "%s/%s/snapshots", s->dir, dir);
+	box_fmt(to, sizeof(to), "%s/snapshots", s->sdir);
+	if (rename(from, to) < 0) {
+		box_err_sys(err, "cannot move the imported snapshot into %s", s->sdir);
+		goto undo;
+	}
+	if (s->p->stop(&s->ps, err) < 0 || s->p->restore(&s->ps, s->id, digest, err) < 0 ||
+	    ensure(s, 0, err) < 0)
+		goto undo;
+	res = status_json(s, NULL);
+	o = cJSON_AddObjectToObject(res, "from_snapshot");
+	cJSON_AddStringToObject(o, "digest", digest);
+	cJSON_AddItemToObject(o, "meta", cJSON_DetachItemFromObjectCaseSensitive(imp, "meta"));
+	goto out;
+undo:
+	{
+		struct box_err e2;
+
+		box_err_init(&e2);
+		(void)s->p->stop(&s->ps, &e2);
+		(void)box_sbstate_delete(s->dir, s->id, &e2);
+		(void)remove_session_dir(s, &e2);
+		s->have_rec = 0;
+	}
+out:
+	dfd = open(s->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd >= 0 && *dir) {
+		(void)box_fswalk_remove(dfd, dir, &(struct box_err){ 0 });
+	}
+	if (dfd >= 0)
+		close(dfd);
+	s->req = orig;
+	cJSON_Delete(req);
+	cJSON_Delete(imp);
+	return res;
 }
 
 static cJSON *op_restore(struct box_sandbox_ctx *s, struct box_err *err)
@@ -1083,6 +1309,18 @@ static cJSON *op_restore(struct box_sandbox_ctx *s, struct box_err *err)
 	cJSON_AddStringToObject(res, "digest", digest);
 	cJSON_AddTrueToObject(res, "restored");
 	return res;
+}
+
+static cJSON *op_history(struct box_sandbox_ctx *s, struct box_err *err)
+{
+	cJSON *h, *o;
+
+	if (need_rec(s, err) < 0 ||
+	    !(h = box_sbrepro_history_read(s->sdir, box_json_get_int(s->req, "limit", 0), err)))
+		return NULL;
+	o = result_of(s, NULL);
+	cJSON_AddItemToObject(o, "history", h);
+	return o;
 }
 
 static cJSON *op_list(struct box_sandbox_ctx *s, struct box_err *err)
@@ -1142,6 +1380,8 @@ const struct box_sandbox_op box_sandbox_ops[] = {
 	  .run = op_snapshot, .usage = "SESSION" },
 	{ .name = "restore", .may_create = 0, .session = BOX_SANDBOX_SESSION_NEEDED,
 	  .run = op_restore, .args = { "digest" }, .usage = "SESSION DIGEST [--from SESSION]" },
+	{ .name = "history", .may_create = 0, .session = BOX_SANDBOX_SESSION_NEEDED,
+	  .run = op_history, .usage = "SESSION [--limit N]" },
 	{ .name = "delete", .may_create = 0, .session = BOX_SANDBOX_SESSION_NEEDED,
 	  .run = op_delete, .usage = "SESSION" },
 	{ .name = "list", .may_create = 0, .session = BOX_SANDBOX_SESSION_NONE,

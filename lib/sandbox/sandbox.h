@@ -28,6 +28,9 @@ struct box_sandbox_io {
 	/* the request is an agent's whose policy lets it create no session: an absent session
 	 * is policy_denied, never created */
 	int no_create;
+	/* the policy in force (box_trust_effective), borrowed: its digest is the provenance's
+	 * policy_sha256; NULL: none reported */
+	const cJSON *policy;
 };
 
 struct box_sandbox_ctx;   /* one operation on one session, private to lib/sandbox/sandbox.c */

@@ -1,4 +1,4 @@
-/* lib/run/cassette.c and lib/run/provenance.c: canonical JSON, digests, a cassette's round trip, its
+/* lib/run/cassette.c and lib/core/provenance.c: canonical JSON, digests, a cassette's round trip, its
  * divergences and the hostile files it refuses. */
 #include <stdio.h>
 #include <stdlib.h>

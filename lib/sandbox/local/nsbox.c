@@ -585,8 +585,8 @@ static int64_t lim(const struct box_sbprov_session *s, const char *key, int64_t 
 /* box-sbfiles: the helper that links libcrypto and libarchive (box-sandbox itself does not),
  * run like every helper by box_proc_run: its own process group, killed whole at the end or
  * when it passes timeout_ms (timeout, limit "what"). */
-static cJSON *run_sbfiles_within(const char *const *args, int timeout_ms, const char *what,
-				 size_t out_max, struct box_err *err)
+cJSON *box_nsbox_sbfiles_run(const char *const *args, int timeout_ms, const char *what,
+			    size_t out_max, struct box_err *err)
 {
 	extern char **environ;
 	char path[PATH_MAX];
@@ -644,7 +644,7 @@ out:
 static cJSON *run_sbfiles(const char *libexec, const char *const *args, struct box_err *err)
 {
 	(void)libexec;
-	return run_sbfiles_within(args, HELPER_TIMEOUT_MS, "timeout_ms", HELPER_OUT_MAX, err);
+	return box_nsbox_sbfiles_run(args, HELPER_TIMEOUT_MS, "timeout_ms", HELPER_OUT_MAX, err);
 }
 
 /* The name of the groups of the session's instance: the record's; a record from before names
@@ -1168,7 +1168,7 @@ static void collect_outputs(const struct box_sbprov_session *s, struct box_sbexe
 	}
 	if (empty)
 		return;
-	o = run_sbfiles_within(args, BOX_NSBOX_OUTPUTS_TIMEOUT_MS, "outputs_ms", OUTPUTS_OUT_MAX,
+	o = box_nsbox_sbfiles_run(args, BOX_NSBOX_OUTPUTS_TIMEOUT_MS, "outputs_ms", OUTPUTS_OUT_MAX,
 			       &r->output_error);
 	if (!o)
 		return;

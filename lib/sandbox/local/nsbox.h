@@ -147,4 +147,13 @@ int64_t box_nsbox_disk_used(const char *sdir, pid_t holder, int64_t deadline_ms,
 int box_nsbox_exec(const struct box_nsbox_inst *i, const struct box_nsbox_config *c,
 		   const struct box_sbexec *x, struct box_sbexec_result *r, struct box_err *err);
 
+/*
+ * Runs the helper box-sbfiles with args (at most 8, NULL-terminated) as every helper runs:
+ * its own process group, an environment without credentials, killed with the caller and
+ * when it passes timeout_ms (timeout, limit "what"), at most out_max bytes of output read.
+ * Returns its JSON result when it says ok, else NULL with its error.
+ */
+cJSON *box_nsbox_sbfiles_run(const char *const *args, int timeout_ms, const char *what,
+			    size_t out_max, struct box_err *err);
+
 #endif
