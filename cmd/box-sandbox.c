@@ -133,6 +133,18 @@ static void on_output(void *ctx, int stream, const char *p, size_t n)
 	box_buf_release(&clean);
 }
 
+/* exec --events: each network attempt as one NDJSON line */
+static void on_network(void *ctx, const cJSON *attempt)
+{
+	cJSON *ev = cJSON_Duplicate(attempt, 1);
+
+	(void)ctx;
+	if (ev) {
+		cJSON_AddItemToObject(ev, "event", cJSON_CreateString("network"));
+		box_cli_emit(ev);
+	}
+	cJSON_Delete(ev);
+}
 
 /* --describe with --tools describes what the commands inside a sandbox granted those tools
  * may reach; cli.c's --describe, which knows nothing of a request, answers as soon as it
@@ -183,7 +195,7 @@ static int describe(cJSON *req, int rest, int argc, char **argv)
 
 int main(int argc, char **argv)
 {
-	struct box_sandbox_io io = { on_output, NULL, 0 };
+	struct box_sandbox_io io = { on_output, NULL, 0, on_network };
 	struct box_err err;
 	cJSON *req, *res;
 	int rest, status, want_describe = describe_with_tools(&argc, argv);

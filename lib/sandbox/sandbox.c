@@ -17,6 +17,8 @@
 #include "nsbox.h"
 #include "provider.h"
 #include "sbcopy.h"
+#include "netproxy.h"
+#include "policy.h"
 #include "sbprov.h"
 #include "sbstate.h"
 #include "tools.h"
@@ -26,7 +28,7 @@
 
 const struct box_field box_sandbox_fields[] = {
 	{ "op", BOX_F_STRING, 0, 16, 0, "the operation (the first word: create exec read write ls "
-	  "pause resume status snapshot restore delete list)", "OP", 0 },
+	  "pause resume status snapshot restore delete list network)", "OP", 0 },
 	{ "session", BOX_F_STRING, 0, BOX_SBSTATE_ID_MAX, 's', "the session id (create makes one when "
 	  "absent)", "ID", 0 },
 	{ "provider", BOX_F_STRING, 0, BOX_SBSTATE_PROVIDER_MAX, 0, "provider of a new session: local "
@@ -71,6 +73,11 @@ const struct box_field box_sandbox_fields[] = {
 	  "session", "ID", 0 },
 	{ "tools", BOX_F_STRING, 0, 4096, 0, "create: grant the tools of this manifest or box.lock "
 	  "to box-tool inside the sandbox", "FILE", 0 },
+	{ "allow_host", BOX_F_STRINGS, 0, BOX_POLICY_MAX_RULES, 0, "create, network: let the "
+	  "guest reach HOST:PORT or [METHODS ]http[s]://HOST[:PORT][/PATH] (*.DOMAIN: the names "
+	  "under it) through the session's proxy (repeatable)", "RULE", 0 },
+	{ "deny_host", BOX_F_STRINGS, 0, BOX_NETPROXY_DENY_MAX, 0, "create, network: refuse "
+	  "HOST or *.DOMAIN (optionally :PORT) whatever allows it (repeatable)", "PATTERN", 0 },
 	{ NULL, 0, 0, 0, 0, NULL, NULL, 0 },
 };
 
@@ -312,6 +319,7 @@ static int run_exec(struct box_sandbox_ctx *s, const struct exec_spec *e,
 	x.max_output_bytes = lim(s, "max_output_bytes", BOX_SANDBOX_DEFAULT_OUTPUT);
 	if (e->events && s->io) {
 		x.on_output = s->io->on_output;
+		x.on_network = s->io->on_network;
 		x.ctx = s->io->ctx;
 	}
 	rc = s->p->exec(&s->ps, &x, r, err);

@@ -28,6 +28,8 @@ struct box_sandbox_io {
 	/* the request is an agent's whose policy lets it create no session: an absent session
 	 * is policy_denied, never created */
 	int no_create;
+	/* exec --events: called with each network attempt of the command (after it ended) */
+	void (*on_network)(void *ctx, const cJSON *attempt);
 };
 
 struct box_sandbox_ctx;   /* one operation on one session, private to lib/sandbox/sandbox.c */
