@@ -824,6 +824,53 @@ static cJSON *op_delete(struct box_sandbox_ctx *s, struct box_err *err)
 	return o;
 }
 
+/* network SESSION [--allow-host RULE...] [--deny-host PATTERN...]: each list given replaces
+ * the session's; the running proxy takes them at its next connection. Answers the rules. */
+static cJSON *op_network(struct box_sandbox_ctx *s, struct box_err *err)
+{
+	const cJSON *allow = cJSON_GetObjectItemCaseSensitive(s->req, "allow_host");
+	const cJSON *deny = cJSON_GetObjectItemCaseSensitive(s->req, "deny_host");
+	cJSON *config, *net, *o;
+
+	if (need_rec(s, err) < 0)
+		return NULL;
+	if (s->p != &box_nsbox_provider)
+		return box_err_set(err, BOX_E_UNSUPPORTED, "provider %s has no network rules",
+				   s->rec.provider), NULL;
+	config = cJSON_GetObjectItemCaseSensitive(s->rec.provider_data, "config");
+	net = cJSON_GetObjectItemCaseSensitive(config, "net");
+	if (!net && config)
+		net = cJSON_AddObjectToObject(config, "net");
+	if (!net)
+		return box_err_set(err, BOX_E_INTERNAL, "the session's record has no config"), NULL;
+	if (allow || deny) {
+		if (box_netproxy_check_rules(allow ? allow : cJSON_GetObjectItemCaseSensitive(net, "allow"),
+					     deny ? deny : cJSON_GetObjectItemCaseSensitive(net, "deny"),
+					     err) < 0)
+			return NULL;
+		if (allow) {
+			cJSON_DeleteItemFromObjectCaseSensitive(net, "allow");
+			cJSON_AddItemToObject(net, "allow", cJSON_Duplicate(allow, 1));
+		}
+		if (deny) {
+			cJSON_DeleteItemFromObjectCaseSensitive(net, "deny");
+			cJSON_AddItemToObject(net, "deny", cJSON_Duplicate(deny, 1));
+		}
+		if (save(s, err) < 0 ||
+		    box_netproxy_save_rules(s->sdir, cJSON_GetObjectItemCaseSensitive(net, "allow"),
+					    cJSON_GetObjectItemCaseSensitive(net, "deny"), err) < 0)
+			return NULL;
+	}
+	o = result_of(s, NULL);
+	if (!o)
+		return box_err_set(err, BOX_E_INTERNAL, "out of memory"), NULL;
+	cJSON_AddItemToObject(o, "allow_host", cJSON_Duplicate(cJSON_GetObjectItemCaseSensitive(
+				      net, "allow"), 1) ?: cJSON_CreateArray());
+	cJSON_AddItemToObject(o, "deny_host", cJSON_Duplicate(cJSON_GetObjectItemCaseSensitive(
+				      net, "deny"), 1) ?: cJSON_CreateArray());
+	return o;
+}
+
 static cJSON *op_snapshot(struct box_sandbox_ctx *s, struct box_err *err)
 {
 	cJSON *res;
@@ -929,6 +976,8 @@ const struct box_sandbox_op box_sandbox_ops[] = {
 	  .run = op_delete, .usage = "SESSION" },
 	{ .name = "list", .may_create = 0, .session = BOX_SANDBOX_SESSION_NONE,
 	  .run = op_list, .usage = "" },
+	{ .name = "network", .may_create = 0, .session = BOX_SANDBOX_SESSION_NEEDED,
+	  .run = op_network, .usage = "SESSION [--allow-host RULE]... [--deny-host PATTERN]..." },
 	{ .name = NULL },
 };
 
