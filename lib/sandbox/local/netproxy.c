@@ -60,7 +60,6 @@ struct rules {
 /* "host", "*.domain", "[v6]", each with an optional ":port" */
 static int parse_deny(const char *s, struct deny_pat *d)
 {
-	char h[BOX_HOST_MAX + 1];
 	const char *colon, *end;
 	size_t n;
 	long port = 0;
@@ -74,9 +73,8 @@ static int parse_deny(const char *s, struct deny_pat *d)
 		end = strchr(s, ']');
 		if (!end || d->wildcard)
 			return -1;
-		if (box_policy_canon_v6(s + 1, (size_t)(end - s - 1), h, sizeof(h)) < 0)
+		if (box_policy_canon_v6(s + 1, (size_t)(end - s - 1), d->host, sizeof(d->host)) < 0)
 			return -1;
-		box_fmt(d->host, sizeof(d->host), "[%s]", h);
 		colon = end[1] == ':' ? end + 1 : NULL;
 		if (end[1] && !colon)
 			return -1;
@@ -381,16 +379,15 @@ static int read_more(struct conn *c, size_t want, int64_t deadline)
 /* Canonical host in c->host from s[0..n): a name (lowercase), dotted IPv4 or [IPv6]. */
 static int set_host(struct conn *c, const char *s, size_t n)
 {
-	char tmp[BOX_HOST_MAX + 1], v6[INET6_ADDRSTRLEN];
+	char tmp[BOX_HOST_MAX + 1];
 	struct in_addr a4;
 
 	if (n == 0 || n > BOX_HOST_MAX)
 		return -1;
 	if (s[0] == '[') {
 		if (n < 3 || s[n - 1] != ']' || memchr(s, '%', n) ||
-		    box_policy_canon_v6(s + 1, n - 2, v6, sizeof(v6)) < 0)
+		    box_policy_canon_v6(s + 1, n - 2, c->host, sizeof(c->host)) < 0)
 			return -1;
-		box_fmt(c->host, sizeof(c->host), "[%s]", v6);
 		c->literal = 1;
 		return 0;
 	}
@@ -598,13 +595,10 @@ static int dns_query(const struct sockaddr_in *srv, const char *name,
 			size_t rdlen;
 			int type;
 
-			if (at < (size_t)n && (a[at] & 0xc0) == 0xc0)
-				at += 2;
-			else
-				while (at < (size_t)n && a[at] != 0 && (a[at] & 0xc0) == 0)
-					at += (size_t)a[at] + 1;
-			if (at < (size_t)n && a[at] == 0)
-				at++;
+			/* the owner name: labels, ending in a zero byte or a pointer */
+			while (at < (size_t)n && a[at] != 0 && (a[at] & 0xc0) == 0)
+				at += (size_t)a[at] + 1;
+			at += at < (size_t)n && (a[at] & 0xc0) == 0xc0 ? 2 : 1;
 			if (at + 10 > (size_t)n)
 				break;
 			type = a[at] << 8 | a[at + 1];
@@ -801,9 +795,28 @@ static void http_error(struct conn *c, int code, const char *status, const char 
 	char msg[1024], body[700];
 
 	box_fmt(body, sizeof(body), "box network proxy: %s\n", why);
+	int64_t until = box_now_ms() + 1000;
+	size_t drained = 0;
+
 	box_fmt(msg, sizeof(msg), "HTTP/1.1 %d %s\r\nContent-Type: text/plain\r\nContent-Length: "
 		"%zu\r\nConnection: close\r\n\r\n%s", code, status, strlen(body), body);
-	send_all(c->cfd, msg, strlen(msg), box_now_ms() + 2000);
+	if (send_all(c->cfd, msg, strlen(msg), box_now_ms() + 2000) < 0)
+		return;
+	/* what the client still sends is read (a little, briefly): closing on unread bytes
+	 * would reset the connection and lose the answer */
+	shutdown(c->cfd, SHUT_WR);
+	while (drained < ((size_t)1 << 20) && box_now_ms() < until) {
+		struct pollfd p1 = { c->cfd, POLLIN, 0 };
+		ssize_t n;
+
+		if (poll(&p1, 1, (int)(until - box_now_ms())) <= 0)
+			break;
+		n = recv(c->cfd, c->head, BOX_NETPROXY_HEAD_MAX, 0);
+		if (n <= 0 && !(n < 0 && errno == EINTR))
+			break;
+		if (n > 0)
+			drained += (size_t)n;
+	}
 }
 
 /* The request rewritten for the origin: origin-form target, the checked Host, no
