@@ -1261,6 +1261,29 @@ static int describe_mounts(const cJSON *req, cJSON *arr, struct box_buf *text,
 	return rc ? -1 : 0;
 }
 
+/* The network an agent's commands get: none, or the proxy and the operator's rules. */
+static int describe_network(const cJSON *req, struct box_buf *text, struct box_err *err)
+{
+	const cJSON *allow = cJSON_GetObjectItemCaseSensitive(req, "allow_host"), *e;
+	int rc, k = 0;
+
+	if (cJSON_GetArraySize(allow) == 0)
+		return box_buf_puts(text, "\n\nNetwork: none (no allowed hosts): nothing inside the "
+				    "sandbox reaches the network; the tool socket of box-tool is its "
+				    "only way out.", err);
+	rc = box_buf_puts(text, "\n\nNetwork: only through the proxy that HTTP_PROXY, HTTPS_PROXY "
+			  "and ALL_PROXY name (127.0.0.1:3128: HTTP, CONNECT, SOCKS5 with host "
+			  "names), and only to:", err);
+	cJSON_ArrayForEach(e, allow)
+		if (rc == 0)
+			rc = box_buf_printf(text, err, "%s %s", k++ ? "," : "", e->valuestring);
+	if (rc == 0)
+		rc = box_buf_puts(text, ". Anything else is refused, and a program that ignores "
+				  "the proxy variables gets no connection. Each attempt is listed "
+				  "in the exec result's network member.", err);
+	return rc;
+}
+
 cJSON *box_sandbox_describe(const cJSON *req, const char *name, const char *description,
 			    const char *request_schema, const char *result_schema,
 			    struct box_err *err)
@@ -1285,7 +1308,12 @@ cJSON *box_sandbox_describe(const cJSON *req, const char *name, const char *desc
 		goto fail;
 	mounts = cJSON_AddArrayToObject(extra, "mounts");
 	files = cJSON_AddArrayToObject(extra, "input_files");
-	if (!mounts || !files || !cJSON_AddArrayToObject(extra, "allowed_hosts")) {
+	if (box_netproxy_check_rules(cJSON_GetObjectItemCaseSensitive(req, "allow_host"),
+				     cJSON_GetObjectItemCaseSensitive(req, "deny_host"), err) < 0)
+		goto fail;
+	if (!mounts || !files || !cJSON_AddItemToObject(extra, "allowed_hosts", cJSON_Duplicate(
+				cJSON_GetObjectItemCaseSensitive(req, "allow_host"), 1) ?:
+				cJSON_CreateArray())) {
 		box_err_set(err, BOX_E_INTERNAL, "out of memory");
 		goto fail;
 	}
@@ -1296,9 +1324,7 @@ cJSON *box_sandbox_describe(const cJSON *req, const char *name, const char *desc
 			 "there are listed (path, size, sha256) in its result. /tmp is private.",
 			 err) < 0 ||
 	    describe_mounts(req, mounts, &text, err) < 0 ||
-	    box_buf_puts(&text, "\n\nNetwork: none (no allowed hosts): nothing inside the sandbox "
-			 "reaches the network; the tool socket of box-tool is its only way out.",
-			 err) < 0)
+	    describe_network(req, &text, err) < 0)
 		goto fail;
 	if (!cJSON_AddStringToObject(o, "name", name) ||
 	    !cJSON_AddStringToObject(o, "description", text.data)) {
