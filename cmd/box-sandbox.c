@@ -86,6 +86,14 @@ static int positional(cJSON *req, int rest, int argc, char **argv, const char **
 				(const char *const *)argv + rest, argc - rest));
 			return argc;
 		}
+		if (strcmp(op->args[k], "guest_port") == 0 && argv[rest][0] >= '1' &&
+		    argv[rest][0] <= '9' && strspn(argv[rest], "0123456789") == strlen(argv[rest]) &&
+		    strlen(argv[rest]) <= 5) {
+			/* a port is a number; anything else stays text for the operation to refuse */
+			cJSON_DeleteItemFromObjectCaseSensitive(req, "guest_port");
+			cJSON_AddNumberToObject(req, "guest_port", strtol(argv[rest++], NULL, 10));
+			continue;
+		}
 		set_str(req, op->args[k], argv[rest++]);
 	}
 	return rest;

@@ -28,7 +28,7 @@
 
 const struct box_field box_sandbox_fields[] = {
 	{ "op", BOX_F_STRING, 0, 16, 0, "the operation (the first word: create exec read write ls "
-	  "pause resume status snapshot restore delete list network)", "OP", 0 },
+	  "pause resume status snapshot restore delete list network expose unexpose)", "OP", 0 },
 	{ "session", BOX_F_STRING, 0, BOX_SBSTATE_ID_MAX, 's', "the session id (create makes one when "
 	  "absent)", "ID", 0 },
 	{ "provider", BOX_F_STRING, 0, BOX_SBSTATE_PROVIDER_MAX, 0, "provider of a new session: local "
@@ -78,6 +78,8 @@ const struct box_field box_sandbox_fields[] = {
 	  "under it) through the session's proxy (repeatable)", "RULE", 0 },
 	{ "deny_host", BOX_F_STRINGS, 0, BOX_NETPROXY_DENY_MAX, 0, "create, network: refuse "
 	  "HOST or *.DOMAIN (optionally :PORT) whatever allows it (repeatable)", "PATTERN", 0 },
+	{ "guest_port", BOX_F_INT, 1, 65535, 0, "expose, unexpose: the port of a server on the "
+	  "guest's 127.0.0.1", "PORT", 0 },
 	{ NULL, 0, 0, 0, 0, NULL, NULL, 0 },
 };
 
@@ -871,6 +873,66 @@ static cJSON *op_network(struct box_sandbox_ctx *s, struct box_err *err)
 	return o;
 }
 
+static int guest_port_of(const struct box_sandbox_ctx *s, int *port, struct box_err *err)
+{
+	const cJSON *p = cJSON_GetObjectItemCaseSensitive(s->req, "guest_port");
+
+	if (!p)
+		return box_err_set(err, BOX_E_USAGE, "%s needs a GUEST_PORT", s->op->name);
+	if (!cJSON_IsNumber(p) || p->valuedouble < 1 || p->valuedouble > 65535 ||
+	    p->valuedouble != (double)(int)p->valuedouble) {
+		box_err_set(err, BOX_E_USAGE, "GUEST_PORT must be a port number (1 to 65535)");
+		box_err_path(err, "$.guest_port");
+		return -1;
+	}
+	*port = (int)p->valuedouble;
+	return 0;
+}
+
+/* expose SESSION GUEST_PORT: a port of the host's loopback forwarded by the session's proxy
+ * to a server of the guest, until unexpose, pause or delete. */
+static cJSON *op_expose(struct box_sandbox_ctx *s, struct box_err *err)
+{
+	int port, host_port = 0;
+	char url[64];
+	cJSON *o;
+
+	if (guest_port_of(s, &port, err) < 0)
+		return NULL;
+	if (s->p != &box_nsbox_provider)
+		return box_err_set(err, BOX_E_UNSUPPORTED, "provider %s cannot expose ports",
+				   s->rec.provider), NULL;
+	if (need_rec(s, err) < 0 || ready(s, err) < 0 ||
+	    box_netproxy_control(s->sdir, 1, port, &host_port, err) < 0)
+		return NULL;
+	o = result_of(s, NULL);
+	box_json_add_int64(o, "guest_port", port);
+	box_json_add_int64(o, "host_port", host_port);
+	box_fmt(url, sizeof(url), "http://127.0.0.1:%d/", host_port);
+	cJSON_AddStringToObject(o, "url", url);
+	return o;
+}
+
+static cJSON *op_unexpose(struct box_sandbox_ctx *s, struct box_err *err)
+{
+	int port;
+	cJSON *o;
+
+	if (guest_port_of(s, &port, err) < 0)
+		return NULL;
+	if (need_rec(s, err) < 0)
+		return NULL;
+	/* a sandbox that is not running exposes nothing: there is nothing to close */
+	if (s->rec.state == BOX_SB_RUNNING && s->p == &box_nsbox_provider &&
+	    box_netproxy_control(s->sdir, 0, port, NULL, err) < 0 && err->code != BOX_E_IO)
+		return NULL;
+	box_err_init(err);
+	o = result_of(s, NULL);
+	box_json_add_int64(o, "guest_port", port);
+	cJSON_AddTrueToObject(o, "unexposed");
+	return o;
+}
+
 static cJSON *op_snapshot(struct box_sandbox_ctx *s, struct box_err *err)
 {
 	cJSON *res;
@@ -978,6 +1040,10 @@ const struct box_sandbox_op box_sandbox_ops[] = {
 	  .run = op_list, .usage = "" },
 	{ .name = "network", .may_create = 0, .session = BOX_SANDBOX_SESSION_NEEDED,
 	  .run = op_network, .usage = "SESSION [--allow-host RULE]... [--deny-host PATTERN]..." },
+	{ .name = "expose", .may_create = 0, .session = BOX_SANDBOX_SESSION_NEEDED,
+	  .run = op_expose, .args = { "guest_port" }, .usage = "SESSION GUEST_PORT" },
+	{ .name = "unexpose", .may_create = 0, .session = BOX_SANDBOX_SESSION_NEEDED,
+	  .run = op_unexpose, .args = { "guest_port" }, .usage = "SESSION GUEST_PORT" },
 	{ .name = NULL },
 };
 

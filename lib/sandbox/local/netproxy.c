@@ -197,6 +197,10 @@ struct proxy {
 	int active;
 	uint64_t next_id;
 	struct sockaddr_in dns;    /* BOX_NET_DNS, the operator's test resolver; port 0: none */
+	int factory;               /* makes sockets in the guest's namespace (guest_socket) */
+	struct expose {
+		int guest_port, host_port, lfd;
+	} exposed[BOX_NETPROXY_EXPOSE_MAX];   /* lfd -1: free; the main thread's only */
 };
 
 static void rules_reload(struct proxy *px)
@@ -1059,7 +1063,166 @@ static void *conn_main(void *arg)
 	return NULL;
 }
 
-static void accept_one(struct proxy *px, int lfd, pthread_attr_t *attr)
+/* A socket of the guest's namespace, from the factory (one request at a time). */
+static int guest_socket(struct proxy *px)
+{
+	struct box_err err;
+	int fd = -1;
+
+	box_err_init(&err);
+	pthread_mutex_lock(&px->mu);
+	if (write(px->factory, "s", 1) != 1 ||
+	    box_ipc_recv_fds(px->factory, &fd, 1, box_now_ms() + 5000, &err) < 0)
+		fd = -1;
+	pthread_mutex_unlock(&px->mu);
+	return fd;
+}
+
+/* A host connection to an exposed port, relayed to the guest's 127.0.0.1:c->port. */
+static void *expose_main(void *arg)
+{
+	struct conn *c = arg;
+	struct proxy *px = c->px;
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons((uint16_t)c->port),
+				 .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	int one = 1;
+
+	c->sfd = guest_socket(px);
+	if (c->sfd >= 0) {
+		setsockopt(c->sfd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+		if (connect(c->sfd, (struct sockaddr *)&a, sizeof(a)) == 0)
+			relay(c);
+	}
+	close(c->cfd);
+	if (c->sfd >= 0)
+		close(c->sfd);
+	free(c);
+	pthread_mutex_lock(&px->mu);
+	px->active--;
+	pthread_mutex_unlock(&px->mu);
+	return NULL;
+}
+
+/* expose GUEST_PORT: a listener on the host's 127.0.0.1 (any free port) for it */
+static int expose_port(struct proxy *px, int guest_port, char *msg, size_t mn)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	socklen_t al = sizeof(a);
+	int k, free_k = -1, l;
+
+	for (k = 0; k < BOX_NETPROXY_EXPOSE_MAX; k++) {
+		if (px->exposed[k].lfd >= 0 && px->exposed[k].guest_port == guest_port)
+			return box_fmt(msg, mn, "ok %d\n", px->exposed[k].host_port), 0;
+		if (px->exposed[k].lfd < 0 && free_k < 0)
+			free_k = k;
+	}
+	if (free_k < 0)
+		return box_fmt(msg, mn, "limit at most %d ports are exposed\n",
+			       BOX_NETPROXY_EXPOSE_MAX), -1;
+	l = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (l < 0 || bind(l, (struct sockaddr *)&a, sizeof(a)) < 0 || listen(l, 64) < 0 ||
+	    getsockname(l, (struct sockaddr *)&a, &al) < 0) {
+		box_fmt(msg, mn, "err cannot listen on the host's loopback: %s\n", strerror(errno));
+		if (l >= 0)
+			close(l);
+		return -1;
+	}
+	px->exposed[free_k] = (struct expose){ guest_port, ntohs(a.sin_port), l };
+	return box_fmt(msg, mn, "ok %d\n", ntohs(a.sin_port)), 0;
+}
+
+static void unexpose_port(struct proxy *px, int guest_port)
+{
+	int k;
+
+	for (k = 0; k < BOX_NETPROXY_EXPOSE_MAX; k++)
+		if (px->exposed[k].lfd >= 0 &&
+		    (guest_port == 0 || px->exposed[k].guest_port == guest_port)) {
+			close(px->exposed[k].lfd);
+			px->exposed[k].lfd = -1;
+		}
+}
+
+/* One request on the control socket: "expose N", "unexpose N", "unexpose 0" (all). */
+static void control_one(struct proxy *px, int ctl)
+{
+	int fd = accept4(ctl, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK), port;
+	char line[64], msg[160];
+	size_t n = 0;
+	int64_t deadline = box_now_ms() + 2000;
+
+	if (fd < 0)
+		return;
+	while (n < sizeof(line) - 1 && !memchr(line, '\n', n)) {
+		struct pollfd p1 = { fd, POLLIN, 0 };
+		ssize_t r;
+
+		if (box_now_ms() >= deadline || poll(&p1, 1, (int)(deadline - box_now_ms())) <= 0)
+			break;
+		r = read(fd, line + n, sizeof(line) - 1 - n);
+		if (r <= 0)
+			break;
+		n += (size_t)r;
+	}
+	line[n] = 0;
+	if (sscanf(line, "expose %d", &port) == 1 && port > 0 && port < 65536) {
+		expose_port(px, port, msg, sizeof(msg));
+	} else if (sscanf(line, "unexpose %d", &port) == 1 && port >= 0 && port < 65536) {
+		unexpose_port(px, port);
+		box_fmt(msg, sizeof(msg), "ok 0\n");
+	} else {
+		box_fmt(msg, sizeof(msg), "err bad request\n");
+	}
+	send_all(fd, msg, strlen(msg), deadline);
+	close(fd);
+}
+
+int box_netproxy_control(const char *sdir, int expose, int guest_port, int *host_port,
+			 struct box_err *err)
+{
+	char p[4096], line[64], reply[160];
+	size_t n = 0;
+	int fd, v;
+	int64_t deadline = box_now_ms() + 5000;
+
+	box_fmt(p, sizeof(p), "%s/run/net.sock", sdir);
+	fd = box_ipc_connect(p, err);
+	if (fd < 0)
+		return -1;
+	box_fmt(line, sizeof(line), "%s %d\n", expose ? "expose" : "unexpose", guest_port);
+	if (send_all(fd, line, strlen(line), deadline) < 0) {
+		close(fd);
+		return box_err_sys(err, "the session's proxy");
+	}
+	while (n < sizeof(reply) - 1 && !memchr(reply, '\n', n)) {
+		struct pollfd p1 = { fd, POLLIN, 0 };
+		ssize_t r;
+
+		if (box_now_ms() >= deadline || poll(&p1, 1, (int)(deadline - box_now_ms())) <= 0)
+			break;
+		r = read(fd, reply + n, sizeof(reply) - 1 - n);
+		if (r <= 0)
+			break;
+		n += (size_t)r;
+	}
+	close(fd);
+	reply[n] = 0;
+	if (n > 0 && reply[n - 1] == '\n')
+		reply[n - 1] = 0;
+	if (sscanf(reply, "ok %d", &v) == 1) {
+		if (host_port)
+			*host_port = v;
+		return 0;
+	}
+	if (strncmp(reply, "limit ", 6) == 0)
+		return box_err_limit(err, BOX_E_LIMIT, "exposed_ports", BOX_NETPROXY_EXPOSE_MAX,
+				     "ports", "%s", reply + 6);
+	return box_err_set(err, BOX_E_IO, "the session's proxy: %s",
+			   n ? reply : "no answer");
+}
+
+/* A connection on the guest's proxy port (guest_port 0) or on an exposed port. */
+static void accept_one(struct proxy *px, int lfd, pthread_attr_t *attr, int guest_port)
 {
 	int fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK), one = 1, full;
 	struct conn *c;
@@ -1090,7 +1253,8 @@ static void accept_one(struct proxy *px, int lfd, pthread_attr_t *attr)
 	c->px = px;
 	c->cfd = fd;
 	c->sfd = -1;
-	if (pthread_create(&t, attr, conn_main, c) != 0) {
+	c->port = guest_port;
+	if (pthread_create(&t, attr, guest_port ? expose_main : conn_main, c) != 0) {
 		close(fd);
 		free(c);
 		pthread_mutex_lock(&px->mu);
@@ -1099,14 +1263,19 @@ static void accept_one(struct proxy *px, int lfd, pthread_attr_t *attr)
 	}
 }
 
-static void __attribute__((noreturn)) proxy_main(int dirfd, int lfd, int pidfd)
+static void __attribute__((noreturn)) proxy_main(int dirfd, int lfd, int pidfd, int factory,
+						  int ctl)
 {
 	struct proxy px;
 	pthread_attr_t attr;
 	const char *dns = getenv("BOX_NET_DNS");
+	int k;
 
 	memset(&px, 0, sizeof(px));
 	px.dirfd = dirfd;
+	px.factory = factory;
+	for (k = 0; k < BOX_NETPROXY_EXPOSE_MAX; k++)
+		px.exposed[k].lfd = -1;
 	pthread_mutex_init(&px.mu, NULL);
 	box_policy_init(&px.rules.allow);
 	px.logfd = openat(dirfd, "net.log", O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW,
@@ -1126,21 +1295,50 @@ static void __attribute__((noreturn)) proxy_main(int dirfd, int lfd, int pidfd)
 	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
 	pthread_attr_setstacksize(&attr, 256 * 1024);
 	for (;;) {
-		struct pollfd p[2] = { { lfd, POLLIN, 0 }, { pidfd, POLLIN, 0 } };
+		struct pollfd p[3 + BOX_NETPROXY_EXPOSE_MAX] = {
+			{ lfd, POLLIN, 0 }, { pidfd, POLLIN, 0 }, { ctl, POLLIN, 0 } };
 
-		if (poll(p, 2, -1) < 0 && errno != EINTR)
+		for (k = 0; k < BOX_NETPROXY_EXPOSE_MAX; k++)
+			p[3 + k] = (struct pollfd){ px.exposed[k].lfd, POLLIN, 0 };
+		if (poll(p, 3 + BOX_NETPROXY_EXPOSE_MAX, -1) < 0 && errno != EINTR)
 			_exit(1);
 		if (p[1].revents)
 			_exit(0);
 		if (p[0].revents)
-			accept_one(&px, lfd, &attr);
+			accept_one(&px, lfd, &attr, 0);
+		if (p[2].revents)
+			control_one(&px, ctl);
+		for (k = 0; k < BOX_NETPROXY_EXPOSE_MAX; k++)
+			if (p[3 + k].revents && px.exposed[k].lfd >= 0)
+				accept_one(&px, px.exposed[k].lfd, &attr, px.exposed[k].guest_port);
 	}
 }
 
 /* ---- start ---- */
 
-/* The listening socket, made in the guest's network namespace by a child that joins it. */
-static int guest_listener(int pidfd, const int *nsfds)
+/* The socket factory, in the guest's network namespace: a byte asks for one TCP socket of
+ * that namespace, to connect to a guest server from the host's side (expose). It ends with
+ * its channel or its parent. */
+static void __attribute__((noreturn)) factory_main(int ch)
+{
+	struct box_err err;
+	char b;
+
+	prctl(PR_SET_PDEATHSIG, SIGKILL);
+	while (read(ch, &b, 1) == 1) {
+		int s = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+		box_err_init(&err);
+		if (s < 0 || box_ipc_send_fds(ch, &s, 1, &err) < 0)
+			_exit(1);
+		close(s);
+	}
+	_exit(0);
+}
+
+/* The listening socket, made in the guest's network namespace by a child that joins it and
+ * stays there as the socket factory (*factory: its channel). */
+static int guest_listener(int pidfd, const int *nsfds, int *factory)
 {
 	int sp[2], fd = -1, st;
 	pid_t j;
@@ -1165,23 +1363,31 @@ static int guest_listener(int pidfd, const int *nsfds)
 		    bind(l, (struct sockaddr *)&a, sizeof(a)) < 0 || listen(l, 128) < 0)
 			_exit(1);
 		box_err_init(&err);
-		_exit(box_ipc_send_fds(sp[1], &l, 1, &err) < 0 ? 1 : 0);
+		if (box_ipc_send_fds(sp[1], &l, 1, &err) < 0)
+			_exit(1);
+		close(l);
+		factory_main(sp[1]);
 	}
 	close(sp[1]);
 	box_err_init(&err);
 	if (j > 0 && box_ipc_recv_fds(sp[0], &fd, 1, box_now_ms() + 5000, &err) < 0)
 		fd = -1;
-	close(sp[0]);
-	if (j > 0)
-		waitpid(j, &st, 0);
+	if (fd < 0) {
+		close(sp[0]);
+		if (j > 0)
+			waitpid(j, &st, 0);
+		return -1;
+	}
+	*factory = sp[0];
 	return fd;
 }
 
 pid_t box_netproxy_spawn(const char *sdir, int pidfd, const int *nsfds)
 {
 	char p[4096];
-	int lfd, dirfd;
+	int lfd, dirfd, factory = -1, ctl;
 	pid_t pid;
+	struct box_err err;
 
 	if (pidfd < 0)
 		return -1;
@@ -1189,32 +1395,42 @@ pid_t box_netproxy_spawn(const char *sdir, int pidfd, const int *nsfds)
 	dirfd = open(p, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
 	if (dirfd < 0)
 		return -1;
-	lfd = guest_listener(pidfd, nsfds);
+	box_fmt(p, sizeof(p), "%s/run/net.sock", sdir);
+	box_err_init(&err);
+	ctl = box_ipc_listen(p, &err);
+	lfd = ctl < 0 ? -1 : guest_listener(pidfd, nsfds, &factory);
 	if (lfd < 0) {
+		if (ctl >= 0)
+			close(ctl);
 		close(dirfd);
 		return -1;
 	}
 	pid = fork();
 	if (pid == 0) {
-		int pfd = dup(pidfd), keep[3], k, fd;
+		int pfd = dup(pidfd), keep[5], k, fd;
 
 		prctl(PR_SET_PDEATHSIG, SIGKILL);
 		keep[0] = fcntl(lfd, F_DUPFD_CLOEXEC, 100);
 		keep[1] = fcntl(dirfd, F_DUPFD_CLOEXEC, 100);
 		keep[2] = pfd >= 0 ? fcntl(pfd, F_DUPFD_CLOEXEC, 100) : -1;
-		if (keep[0] < 0 || keep[1] < 0 || keep[2] < 0)
-			_exit(1);
+		keep[3] = fcntl(factory, F_DUPFD_CLOEXEC, 100);
+		keep[4] = fcntl(ctl, F_DUPFD_CLOEXEC, 100);
+		for (k = 0; k < 5; k++)
+			if (keep[k] < 0)
+				_exit(1);
 		/* nothing of the keeper's stays open here but these */
-		for (k = 0; k < 3; k++)
+		for (k = 0; k < 5; k++)
 			if (dup3(keep[k], 3 + k, O_CLOEXEC) < 0)
 				_exit(1);
-		if (syscall(SYS_close_range, 6, ~0U, 0) < 0)
-			for (fd = 6; fd < 1024; fd++)
+		if (syscall(SYS_close_range, 8, ~0U, 0) < 0)
+			for (fd = 8; fd < 1024; fd++)
 				close(fd);
-		proxy_main(4, 3, 5);
+		proxy_main(4, 3, 5, 6, 7);
 	}
 	close(lfd);
 	close(dirfd);
+	close(factory);
+	close(ctl);
 	return pid;
 }
 

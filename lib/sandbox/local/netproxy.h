@@ -20,6 +20,7 @@
 #define BOX_NETPROXY_DENY_MAX 64              /* deny patterns */
 #define BOX_NETPROXY_LOG_MAX ((int64_t)8 << 20) /* run/net.log stops growing here */
 #define BOX_NETPROXY_ATTEMPTS_MAX 1000        /* attempts in one exec result */
+#define BOX_NETPROXY_EXPOSE_MAX 16            /* guest ports exposed at once */
 
 /*
  * Checks the operator's rules: allow is an array of lib/net/policy.h rules
@@ -41,6 +42,16 @@ int box_netproxy_save_rules(const char *sdir, const cJSON *allow, const cJSON *d
  * the proxy's pid, or -1 (no network for the guest: it fails closed).
  */
 pid_t box_netproxy_spawn(const char *sdir, int pidfd, const int *nsfds);
+
+/*
+ * Asks the running proxy of the session (SDIR/run/net.sock) to expose a guest port (expose 1:
+ * a listener on the host's 127.0.0.1, any free port, in *host_port, relayed to the guest's
+ * 127.0.0.1:guest_port; the same port again gives the same listener) or to close it (expose
+ * 0; guest_port 0: all of them). 0, or -1 with io_error (no proxy answers: the instance is
+ * not running) or limit_exceeded (limit "exposed_ports").
+ */
+int box_netproxy_control(const char *sdir, int expose, int guest_port, int *host_port,
+			 struct box_err *err);
 
 /* The size of SDIR/run/net.log now: where the attempts of an exec that starts now begin. */
 int64_t box_netproxy_log_mark(const char *sdir);

@@ -766,6 +766,8 @@ static int local_pause(struct box_sbprov_session *s, struct box_err *err)
 {
 	struct box_nsbox_inst i;
 
+	/* exposed ports close at pause: a frozen proxy would hold their connections */
+	(void)box_netproxy_control(s->sdir, 0, 0, NULL, &(struct box_err){ 0 });
 	inst_of(s, &i);
 	return box_nsbox_pause(&i, s->id, err);
 }
