@@ -307,3 +307,62 @@ for odd in (b'2130706433', b'127.1', b'0x7f.0.0.1', b'user@pkgs.test'):
 	for _ in $(seq 100); do [ -z "$(holders)" ] && break; sleep 0.1; done
 	[ -z "$(holders)" ]
 }
+
+# expose_get URL: the body of URL, tried for at most 20 s (the guest server is starting)
+expose_get() {
+	local _
+	for _ in $(seq 100); do
+		curl -s -m 5 "$1" && return 0
+		sleep 0.2
+	done
+	return 1
+}
+
+@test "expose reaches a guest server from the host's loopback; unexpose, pause and delete close it" {
+	mk n9
+	run_sb expose n9 8000
+	sb_ok '.guest_port == 8000 and (.host_port | type == "number") and (.url | startswith("http://127.0.0.1:"))'
+	hp=$(jq -r .host_port <<<"$output")
+	# the same port again is the same listener; only the host's loopback has it
+	run_sb expose n9 8000
+	sb_ok ".host_port == $hp"
+	ss -ltnH "sport = :$hp" | grep -q "127.0.0.1:$hp"
+	# an exec owns the session while it runs: the server lives as long as it does
+	box-sandbox exec n9 -- sh -c 'echo guest-page >/workspace/index.html; cd /workspace; exec timeout 8 python3 -m http.server 8000 --bind 127.0.0.1' >/dev/null 2>&1 3>&- &
+	run expose_get "http://127.0.0.1:$hp/index.html"
+	assert_output guest-page
+	wait
+	# the listener outlives the server (an empty answer), until unexpose closes it
+	run curl -s -m 5 "http://127.0.0.1:$hp/index.html"
+	assert_equal "$status" 52
+	run_sb unexpose n9 8000
+	sb_ok '.unexposed == true and .guest_port == 8000'
+	run curl -s -m 5 "http://127.0.0.1:$hp/index.html"
+	assert_equal "$status" 7
+	# pause closes it, and so does delete
+	run_sb expose n9 8000
+	sb_ok
+	hp=$(jq -r .host_port <<<"$output")
+	run curl -s -m 5 "http://127.0.0.1:$hp/index.html"
+	assert_equal "$status" 52
+	run_sb pause n9
+	sb_ok
+	run curl -s -m 5 "http://127.0.0.1:$hp/index.html"
+	assert_equal "$status" 7
+	run_sb expose n9 8000
+	sb_ok
+	hp=$(jq -r .host_port <<<"$output")
+	run curl -s -m 5 "http://127.0.0.1:$hp/index.html"
+	assert_equal "$status" 52
+	run_sb delete n9
+	sb_ok
+	run curl -s -m 5 "http://127.0.0.1:$hp/index.html"
+	assert_equal "$status" 7
+	# bad ports are usage errors; nothing is exposed for a session that does not exist
+	for p in 0 65536 80x -1; do
+		run_sb expose n9x "$p"
+		assert_equal "$status" 2
+	done
+	run_sb expose n9x 8000
+	assert_fail not_found 6
+}
