@@ -760,6 +760,9 @@ static void relay(struct conn *c)
 			break;
 		if (r < 0 && errno != EINTR)
 			break;
+		/* a reset side is reported whatever was asked: it would be reported again at once */
+		if ((p[0].revents | p[1].revents) & (POLLERR | POLLNVAL))
+			break;
 		for (k = 0; k < 2; k++) {
 			struct dir *x = &d[k];
 
