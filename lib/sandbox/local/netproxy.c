@@ -40,6 +40,7 @@
 #define DNS_MS 2000            /* one try of the test resolver */
 #define IDLE_MS 600000         /* a relay with no byte either way for this long ends */
 #define RELAY_BUF 131072
+#define RELAY_PIPE 1048576     /* bytes in flight each way (a pipe's size) */
 #define ADDRS_MAX 8
 #define RULES_FILE_MAX 262144
 
@@ -260,6 +261,9 @@ static void log_attempt(struct proxy *px, cJSON *o)
 }
 
 /* ---- one connection ---- */
+
+struct conn;
+static void relay_copy(struct conn *c);
 
 enum kind { K_CONNECT, K_HTTP, K_SOCKS };
 
@@ -733,8 +737,91 @@ static int open_upstream(struct conn *c, char *why, size_t wn, int *denied)
 	return -1;
 }
 
+/* relay through pipes: splice(2) moves the bytes in the kernel, without the two copies
+ * through this process of relay_copy. 0 when it ran, -1 when no pipe could be had. */
+static int relay_splice(struct conn *c)
+{
+	struct sdir { int from, to, p[2]; size_t len; int eof; uint64_t *count; } d[2] = {
+		{ c->cfd, c->sfd, { -1, -1 }, 0, 0, &c->sent },
+		{ c->sfd, c->cfd, { -1, -1 }, 0, 0, &c->received },
+	};
+	const unsigned fl = SPLICE_F_MOVE | SPLICE_F_NONBLOCK;
+	int k, cap = RELAY_PIPE;
+
+	for (k = 0; k < 2; k++) {
+		if (pipe2(d[k].p, O_CLOEXEC | O_NONBLOCK) < 0) {
+			if (k == 1) {
+				close(d[0].p[0]);
+				close(d[0].p[1]);
+			}
+			return -1;
+		}
+		/* a larger pipe moves more per call; the default (64 KiB) when refused */
+		if (fcntl(d[k].p[1], F_SETPIPE_SZ, RELAY_PIPE) < RELAY_PIPE)
+			cap = 65536;
+	}
+	while (!(d[0].eof && d[1].eof && !d[0].len && !d[1].len)) {
+		struct pollfd p[2] = { { c->cfd, 0, 0 }, { c->sfd, 0, 0 } };
+		int r;
+
+		for (k = 0; k < 2; k++) {
+			if (d[k].len)
+				p[1 - k].events |= POLLOUT;
+			if (!d[k].eof && d[k].len < (size_t)cap)
+				p[k].events |= POLLIN;
+		}
+		r = poll(p, 2, IDLE_MS);
+		if (r == 0 || (r < 0 && errno != EINTR))
+			break;
+		if ((p[0].revents | p[1].revents) & (POLLERR | POLLNVAL))
+			break;
+		for (k = 0; k < 2; k++) {
+			struct sdir *x = &d[k];
+			ssize_t n;
+
+			if (!x->eof && x->len < (size_t)cap && p[k].revents) {
+				n = splice(x->from, NULL, x->p[1], NULL, (size_t)cap - x->len, fl);
+				if (n > 0) {
+					x->len += (size_t)n;
+					*x->count += (uint64_t)n;
+				} else if (n == 0 || (errno != EAGAIN && errno != EINTR)) {
+					x->eof = 1;
+				}
+			}
+			if (x->len) {
+				n = splice(x->p[0], NULL, x->to, NULL, x->len, fl);
+				if (n > 0) {
+					x->len -= (size_t)n;
+				} else if (n < 0 && errno != EAGAIN && errno != EINTR) {
+					x->len = 0;
+					x->eof = d[1 - k].eof = 1;
+					d[1 - k].len = 0;
+				}
+			}
+			if (x->eof && !x->len && x->to >= 0) {
+				shutdown(x->to, SHUT_WR);
+				x->to = -1;
+			}
+		}
+	}
+	for (k = 0; k < 2; k++) {
+		close(d[k].p[0]);
+		close(d[k].p[1]);
+	}
+	return 0;
+}
+
 /* Both directions until each has ended, or nothing moved for IDLE_MS. */
 static void relay(struct conn *c)
+{
+	fcntl(c->sfd, F_SETFL, O_NONBLOCK);
+	if (relay_splice(c) == 0)
+		return;
+	relay_copy(c);
+}
+
+/* relay with a buffer each way, when no pipe can be had. */
+static void relay_copy(struct conn *c)
 {
 	struct dir { int from, to; char *buf; size_t len, off; int eof; uint64_t *count; } d[2] = {
 		{ c->cfd, c->sfd, NULL, 0, 0, 0, &c->sent },
