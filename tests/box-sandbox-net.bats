@@ -102,7 +102,7 @@ teardown() {
 mk() {
 	local id=$1
 	shift
-	run_sb create --session "$id" --timeout-ms 30000 "$@"
+	run_sb create --session "$id" --timeout-ms 120000 "$@"
 	sb_ok
 }
 
@@ -328,7 +328,8 @@ expose_get() {
 	sb_ok ".host_port == $hp"
 	ss -ltnH "sport = :$hp" | grep -q "127.0.0.1:$hp"
 	# an exec owns the session while it runs: the server lives as long as it does
-	box-sandbox exec n9 -- sh -c 'echo guest-page >/workspace/index.html; cd /workspace; exec timeout 8 python3 -m http.server 8000 --bind 127.0.0.1' >/dev/null 2>&1 3>&- &
+	# the server answers one request and ends (at most 60 s)
+	box-sandbox exec n9 -- sh -c 'echo guest-page >/workspace/index.html; cd /workspace; exec timeout 60 python3 -c "import http.server as h; h.HTTPServer((\"127.0.0.1\", 8000), h.SimpleHTTPRequestHandler).handle_request()"' >/dev/null 2>&1 3>&- &
 	run expose_get "http://127.0.0.1:$hp/index.html"
 	assert_output guest-page
 	wait
