@@ -292,7 +292,7 @@ for odd in (b'2130706433', b'127.1', b'0x7f.0.0.1', b'user@pkgs.test'):
 	sb_ok ".stdout == \"HTTP/1.1 431\nHTTP/1.1 400\n05000507\nHTTP/1.1 200 OK\nHTTP/1.1 400 Bad Request\nHTTP/1.1 400 Bad Request\nHTTP/1.1 400 Bad Request\nHTTP/1.1 400 Bad Request\n\""
 }
 
-@test "delete ends the proxy; the guest's listener is its own namespace's" {
+@test "delete ends the proxy; it runs as nobody; the guest's listener is its own namespace's" {
 	mk n8 --allow-host "pkgs.test:$HPORT"
 	log=$BOX_STATE_DIR/sandboxes/n8/run/net.log
 	run_sb exec n8 -- curl -s -m 20 "http://pkgs.test:$HPORT/"
@@ -302,6 +302,11 @@ for odd in (b'2130706433', b'127.1', b'0x7f.0.0.1', b'user@pkgs.test'):
 	assert_failure
 	holders() { for p in /proc/[0-9]*; do ls -l "$p/fd" 2>/dev/null | grep -q "$log" && echo "${p#/proc/}"; done; true; }
 	[ -n "$(holders)" ]
+	# the proxy parses what the guest sends as nobody, with no_new_privs
+	for pid in $(holders); do
+		grep -qP '^Uid:\t65534\t65534\t65534\t65534$' "/proc/$pid/status"
+		grep -qP '^NoNewPrivs:\t1$' "/proc/$pid/status"
+	done
 	run_sb delete n8
 	sb_ok
 	for _ in $(seq 100); do [ -z "$(holders)" ] && break; sleep 0.1; done

@@ -21,6 +21,7 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
+#include <grp.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -180,7 +181,8 @@ int box_netproxy_save_rules(const char *sdir, const cJSON *allow, const cJSON *d
 	if (d < 0)
 		box_err_sys(err, "cannot open %s", p);
 	else
-		rc = box_atomic_replace(d, "net-rules.json", text, strlen(text), 0600, err);
+		/* readable by the proxy, which runs as nobody when box runs as root */
+		rc = box_atomic_replace(d, "net-rules.json", text, strlen(text), 0644, err);
 	if (d >= 0)
 		close(d);
 	free(text);
@@ -1381,6 +1383,12 @@ static void __attribute__((noreturn)) proxy_main(int dirfd, int lfd, int pidfd, 
 			px.dns.sin_port = htons((uint16_t)port);
 	}
 	signal(SIGPIPE, SIG_IGN);
+	/* what a guest sends is parsed here: as root, the proxy keeps only its descriptors and
+	 * becomes nobody (it needs no privilege to connect, or to listen on a loopback port) */
+	if (getuid() == 0 && (setgroups(0, NULL) < 0 || setgid(65534) < 0 || setuid(65534) < 0))
+		_exit(1);
+	prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0);
+	prctl(PR_SET_PDEATHSIG, SIGKILL);   /* a change of ids cleared it */
 	pthread_attr_init(&attr);
 	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
 	pthread_attr_setstacksize(&attr, 256 * 1024);
