@@ -86,6 +86,14 @@ static int positional(cJSON *req, int rest, int argc, char **argv, const char **
 				(const char *const *)argv + rest, argc - rest));
 			return argc;
 		}
+		if (strcmp(op->args[k], "guest_port") == 0 && argv[rest][0] >= '1' &&
+		    argv[rest][0] <= '9' && strspn(argv[rest], "0123456789") == strlen(argv[rest]) &&
+		    strlen(argv[rest]) <= 5) {
+			/* a port is a number; anything else stays text for the operation to refuse */
+			cJSON_DeleteItemFromObjectCaseSensitive(req, "guest_port");
+			cJSON_AddNumberToObject(req, "guest_port", strtol(argv[rest++], NULL, 10));
+			continue;
+		}
 		set_str(req, op->args[k], argv[rest++]);
 	}
 	return rest;
@@ -133,6 +141,18 @@ static void on_output(void *ctx, int stream, const char *p, size_t n)
 	box_buf_release(&clean);
 }
 
+/* exec --events: each network attempt as one NDJSON line */
+static void on_network(void *ctx, const cJSON *attempt)
+{
+	cJSON *ev = cJSON_Duplicate(attempt, 1);
+
+	(void)ctx;
+	if (ev) {
+		cJSON_AddItemToObject(ev, "event", cJSON_CreateString("network"));
+		box_cli_emit(ev);
+	}
+	cJSON_Delete(ev);
+}
 
 /* --describe with --tools describes what the commands inside a sandbox granted those tools
  * may reach; cli.c's --describe, which knows nothing of a request, answers as soon as it
@@ -194,7 +214,7 @@ static int fail_op(const struct box_sandbox_op *op, const struct box_err *err)
 
 int main(int argc, char **argv)
 {
-	struct box_sandbox_io io = { on_output, NULL, 0 };
+	struct box_sandbox_io io = { .on_output = on_output, .on_network = on_network };
 	struct box_err err;
 	cJSON *req, *res, *policy;
 	int rest, status, want_describe = describe_with_tools(&argc, argv);

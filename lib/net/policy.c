@@ -407,3 +407,40 @@ const char *box_policy_private_reason(const struct sockaddr *sa)
 	}
 	return "not an IP address";
 }
+
+int box_policy_host_matches(const struct box_policy_rule *r, const char *host)
+{
+	size_t hl, rl;
+
+	if (!r->wildcard)
+		return strcmp(r->host, host) == 0;
+	hl = strlen(host);
+	rl = strlen(r->host);
+	return hl > rl + 1 && host[hl - rl - 1] == '.' && strcmp(host + hl - rl, r->host) == 0;
+}
+
+/* Encoded dots, slashes and backslashes let a server see a path other than the one we
+ * matched ("/api/%2e%2e/admin"), so a rule with a path prefix refuses them. */
+static int path_has_encoded_separators(const char *path)
+{
+	const char *q;
+
+	for (q = strchr(path, '%'); q; q = strchr(q + 1, '%')) {
+		if (q[1] == '2' && (q[2] == 'e' || q[2] == 'E' || q[2] == 'f' || q[2] == 'F'))
+			return 1;
+		if (q[1] == '5' && (q[2] == 'c' || q[2] == 'C'))
+			return 1;
+	}
+	return strchr(path, '\\') != NULL;
+}
+
+int box_policy_path_matches(const struct box_policy_rule *r, const char *path)
+{
+	size_t n = strlen(r->path);
+
+	if (n == 0)
+		return 1;
+	if (strncmp(path, r->path, n) != 0 || (path[n] != 0 && path[n] != '/'))
+		return 0;
+	return !path_has_encoded_separators(path);
+}

@@ -75,6 +75,14 @@ unsigned box_policy_method_bit(const char *method);
  */
 const char *box_policy_private_reason(const struct sockaddr *sa);
 
+/* 1 when host (lowercase, as box_policy_normalize_host leaves it) is the rule's host, or for a
+ * "*.domain" rule a name under it (never the apex); 0 otherwise. */
+int box_policy_host_matches(const struct box_policy_rule *r, const char *host);
+
+/* 1 when path is under the rule's path prefix (on a segment boundary, with no encoded
+ * separator) or the rule has none; 0 otherwise. */
+int box_policy_path_matches(const struct box_policy_rule *r, const char *path);
+
 /* Helpers shared by the rule parser (policy.c) and the URL checks (url.c), not for others:
  * lowercase a host name in place and check its characters (0 or -1); write the canonical text
  * of the IPv6 literal s[0..n) to out (0 or -1). */

@@ -16,48 +16,11 @@ void box_url_release(struct box_url *u)
 	memset(u, 0, sizeof(*u));
 }
 
-static int host_matches(const struct box_policy_rule *r, const char *host)
-{
-	size_t hl, rl;
-
-	if (!r->wildcard)
-		return strcmp(r->host, host) == 0;
-	hl = strlen(host);
-	rl = strlen(r->host);
-	return hl > rl + 1 && host[hl - rl - 1] == '.' && strcmp(host + hl - rl, r->host) == 0;
-}
-
-/* Encoded dots, slashes and backslashes let a server see a path other than the one we
- * matched ("/api/%2e%2e/admin"), so a rule with a path prefix refuses them. */
-static int path_has_encoded_separators(const char *path)
-{
-	const char *q;
-
-	for (q = strchr(path, '%'); q; q = strchr(q + 1, '%')) {
-		if (q[1] == '2' && (q[2] == 'e' || q[2] == 'E' || q[2] == 'f' || q[2] == 'F'))
-			return 1;
-		if (q[1] == '5' && (q[2] == 'c' || q[2] == 'C'))
-			return 1;
-	}
-	return strchr(path, '\\') != NULL;
-}
-
-static int path_matches(const struct box_policy_rule *r, const char *path)
-{
-	size_t n = strlen(r->path);
-
-	if (n == 0)
-		return 1;
-	if (strncmp(path, r->path, n) != 0 || (path[n] != 0 && path[n] != '/'))
-		return 0;
-	return !path_has_encoded_separators(path);
-}
-
 static int rule_matches(const struct box_policy_rule *r, unsigned scheme, unsigned method,
 			const char *host, int port, const char *path)
 {
 	return (r->schemes & scheme) && (!r->methods || (r->methods & method)) &&
-		r->port == port && host_matches(r, host) && path_matches(r, path);
+		r->port == port && box_policy_host_matches(r, host) && box_policy_path_matches(r, path);
 }
 
 /* Checks and normalizes the host of u in place (lowercase, no trailing dot). */

@@ -17,9 +17,11 @@
 #include "buf.h"
 #include "confine.h"
 #include "nsbox.h"
+#include "netproxy.h"
 #include "provider.h"
 #include "fswalk.h"
 #include "sbcopy.h"
+#include "policy.h"
 #include "sbprov.h"
 #include "sbrepro.h"
 #include "sbstate.h"
@@ -30,7 +32,8 @@
 
 const struct box_field box_sandbox_fields[] = {
 	{ "op", BOX_F_STRING, 0, 16, 0, "the operation (the first word: create exec read write ls "
-	  "pause resume status snapshot restore history delete list)", "OP", 0 },
+	  "pause resume status snapshot restore history delete list network expose unexpose)", "OP",
+	  0 },
 	{ "session", BOX_F_STRING, 0, BOX_SBSTATE_ID_MAX, 's', "the session id (create makes one when "
 	  "absent)", "ID", 0 },
 	{ "provider", BOX_F_STRING, 0, BOX_SBSTATE_PROVIDER_MAX, 0, "provider of a new session: local "
@@ -81,6 +84,13 @@ const struct box_field box_sandbox_fields[] = {
 	  "to FILE", "FILE", 0 },
 	{ "from_snapshot", BOX_F_STRING, 1, 4096, 0, "create: make the session from an archive "
 	  "of snapshot --export", "FILE", 0 },
+	{ "allow_host", BOX_F_STRINGS, 0, BOX_POLICY_MAX_RULES, 0, "create, network: let the "
+	  "guest reach HOST:PORT or [METHODS ]http[s]://HOST[:PORT][/PATH] (*.DOMAIN: the names "
+	  "under it) through the session's proxy (repeatable)", "RULE", 0 },
+	{ "deny_host", BOX_F_STRINGS, 0, BOX_NETPROXY_DENY_MAX, 0, "create, network: refuse "
+	  "HOST or *.DOMAIN (optionally :PORT) whatever allows it (repeatable)", "PATTERN", 0 },
+	{ "guest_port", BOX_F_INT, 1, 65535, 0, "expose, unexpose: the port of a server on the "
+	  "guest's 127.0.0.1", "PORT", 0 },
 	{ NULL, 0, 0, 0, 0, NULL, NULL, 0 },
 };
 
@@ -364,6 +374,14 @@ static void events_capped(void *ctx, int stream, const char *p, size_t n)
 	c->io->on_output(c->io->ctx, stream, p, n);
 }
 
+/* exec --events: each network attempt, to the caller's callback */
+static void network_event(void *ctx, const cJSON *attempt)
+{
+	struct events_cap *c = ctx;
+
+	c->io->on_network(c->io->ctx, attempt);
+}
+
 /* Runs the command of e through the provider: 0 with *r filled (release it), or -1. */
 static int run_exec(struct box_sandbox_ctx *s, const struct exec_spec *e,
 		    struct box_sbexec_result *r, struct box_err *err)
@@ -396,6 +414,8 @@ static int run_exec(struct box_sandbox_ctx *s, const struct exec_spec *e,
 	if (e->events && s->io && s->io->on_output) {
 		x.on_output = events_capped;
 		x.ctx = &cap;
+		if (s->io->on_network)
+			x.on_network = network_event;
 	}
 	rc = s->p->exec(&s->ps, &x, r, err);
 out:
@@ -1141,6 +1161,113 @@ out:
 	return rc;
 }
 
+/* network SESSION [--allow-host RULE...] [--deny-host PATTERN...]: each list given replaces
+ * the session's; the running proxy takes them at its next connection. Answers the rules. */
+static cJSON *op_network(struct box_sandbox_ctx *s, struct box_err *err)
+{
+	const cJSON *allow = cJSON_GetObjectItemCaseSensitive(s->req, "allow_host");
+	const cJSON *deny = cJSON_GetObjectItemCaseSensitive(s->req, "deny_host");
+	cJSON *config, *net, *o;
+
+	if (need_rec(s, err) < 0)
+		return NULL;
+	if (!s->p->net_rules)
+		return box_err_set(err, BOX_E_UNSUPPORTED, "provider %s has no network rules",
+				   s->rec.provider), NULL;
+	config = cJSON_GetObjectItemCaseSensitive(s->rec.provider_data, "config");
+	net = cJSON_GetObjectItemCaseSensitive(config, "net");
+	if (!net && config)
+		net = cJSON_AddObjectToObject(config, "net");
+	if (!net)
+		return box_err_set(err, BOX_E_INTERNAL, "the session's record has no config"), NULL;
+	if (allow || deny) {
+		if (s->p->net_rules(NULL, allow ? allow : cJSON_GetObjectItemCaseSensitive(net, "allow"),
+				    deny ? deny : cJSON_GetObjectItemCaseSensitive(net, "deny"), err) < 0)
+			return NULL;
+		if (allow) {
+			cJSON_DeleteItemFromObjectCaseSensitive(net, "allow");
+			cJSON_AddItemToObject(net, "allow", cJSON_Duplicate(allow, 1));
+		}
+		if (deny) {
+			cJSON_DeleteItemFromObjectCaseSensitive(net, "deny");
+			cJSON_AddItemToObject(net, "deny", cJSON_Duplicate(deny, 1));
+		}
+		if (save(s, err) < 0 ||
+		    s->p->net_rules(&s->ps, cJSON_GetObjectItemCaseSensitive(net, "allow"),
+				    cJSON_GetObjectItemCaseSensitive(net, "deny"), err) < 0)
+			return NULL;
+	}
+	o = result_of(s, NULL);
+	if (!o)
+		return box_err_set(err, BOX_E_INTERNAL, "out of memory"), NULL;
+	cJSON_AddItemToObject(o, "allow_host", cJSON_Duplicate(cJSON_GetObjectItemCaseSensitive(
+				      net, "allow"), 1) ?: cJSON_CreateArray());
+	cJSON_AddItemToObject(o, "deny_host", cJSON_Duplicate(cJSON_GetObjectItemCaseSensitive(
+				      net, "deny"), 1) ?: cJSON_CreateArray());
+	return o;
+}
+
+static int guest_port_of(const struct box_sandbox_ctx *s, int *port, struct box_err *err)
+{
+	const cJSON *p = cJSON_GetObjectItemCaseSensitive(s->req, "guest_port");
+
+	if (!p)
+		return box_err_set(err, BOX_E_USAGE, "%s needs a GUEST_PORT", s->op->name);
+	if (!cJSON_IsNumber(p) || p->valuedouble < 1 || p->valuedouble > 65535 ||
+	    p->valuedouble != (double)(int)p->valuedouble) {
+		box_err_set(err, BOX_E_USAGE, "GUEST_PORT must be a port number (1 to 65535)");
+		box_err_path(err, "$.guest_port");
+		return -1;
+	}
+	*port = (int)p->valuedouble;
+	return 0;
+}
+
+/* expose SESSION GUEST_PORT: a port of the host's loopback forwarded by the session's proxy
+ * to a server of the guest, until unexpose, pause or delete. */
+static cJSON *op_expose(struct box_sandbox_ctx *s, struct box_err *err)
+{
+	int port, host_port = 0;
+	char url[64];
+	cJSON *o;
+
+	if (guest_port_of(s, &port, err) < 0)
+		return NULL;
+	if (need_rec(s, err) < 0)
+		return NULL;
+	if (!s->p->expose)
+		return box_err_set(err, BOX_E_UNSUPPORTED, "provider %s cannot expose ports",
+				   s->rec.provider), NULL;
+	if (ready(s, err) < 0 || s->p->expose(&s->ps, 1, port, &host_port, err) < 0)
+		return NULL;
+	o = result_of(s, NULL);
+	box_json_add_int64(o, "guest_port", port);
+	box_json_add_int64(o, "host_port", host_port);
+	box_fmt(url, sizeof(url), "http://127.0.0.1:%d/", host_port);
+	cJSON_AddStringToObject(o, "url", url);
+	return o;
+}
+
+static cJSON *op_unexpose(struct box_sandbox_ctx *s, struct box_err *err)
+{
+	int port;
+	cJSON *o;
+
+	if (guest_port_of(s, &port, err) < 0)
+		return NULL;
+	if (need_rec(s, err) < 0)
+		return NULL;
+	/* a sandbox that is not running exposes nothing: there is nothing to close */
+	if (s->rec.state == BOX_SB_RUNNING && s->p->expose &&
+	    s->p->expose(&s->ps, 0, port, NULL, err) < 0 && err->code != BOX_E_IO)
+		return NULL;
+	box_err_init(err);
+	o = result_of(s, NULL);
+	box_json_add_int64(o, "guest_port", port);
+	cJSON_AddTrueToObject(o, "unexposed");
+	return o;
+}
+
 static cJSON *op_snapshot(struct box_sandbox_ctx *s, struct box_err *err)
 {
 	const char *file = box_json_get_str(s->req, "export", NULL);
@@ -1386,6 +1513,12 @@ const struct box_sandbox_op box_sandbox_ops[] = {
 	  .run = op_delete, .usage = "SESSION" },
 	{ .name = "list", .may_create = 0, .session = BOX_SANDBOX_SESSION_NONE,
 	  .run = op_list, .usage = "" },
+	{ .name = "network", .may_create = 0, .session = BOX_SANDBOX_SESSION_NEEDED,
+	  .run = op_network, .usage = "SESSION [--allow-host RULE]... [--deny-host PATTERN]..." },
+	{ .name = "expose", .may_create = 0, .session = BOX_SANDBOX_SESSION_NEEDED,
+	  .run = op_expose, .args = { "guest_port" }, .usage = "SESSION GUEST_PORT" },
+	{ .name = "unexpose", .may_create = 0, .session = BOX_SANDBOX_SESSION_NEEDED,
+	  .run = op_unexpose, .args = { "guest_port" }, .usage = "SESSION GUEST_PORT" },
 	{ .name = NULL },
 };
 
@@ -1699,6 +1832,29 @@ static int describe_mounts(const cJSON *req, cJSON *arr, struct box_buf *text,
 	return rc ? -1 : 0;
 }
 
+/* The network an agent's commands get: none, or the proxy and the operator's rules. */
+static int describe_network(const cJSON *req, struct box_buf *text, struct box_err *err)
+{
+	const cJSON *allow = cJSON_GetObjectItemCaseSensitive(req, "allow_host"), *e;
+	int rc, k = 0;
+
+	if (cJSON_GetArraySize(allow) == 0)
+		return box_buf_puts(text, "\n\nNetwork: none (no allowed hosts): nothing inside the "
+				    "sandbox reaches the network; the tool socket of box-tool is its "
+				    "only way out.", err);
+	rc = box_buf_puts(text, "\n\nNetwork: only through the proxy that HTTP_PROXY, HTTPS_PROXY "
+			  "and ALL_PROXY name (127.0.0.1:3128: HTTP, CONNECT, SOCKS5 with host "
+			  "names), and only to:", err);
+	cJSON_ArrayForEach(e, allow)
+		if (rc == 0)
+			rc = box_buf_printf(text, err, "%s %s", k++ ? "," : "", e->valuestring);
+	if (rc == 0)
+		rc = box_buf_puts(text, ". Anything else is refused, and a program that ignores "
+				  "the proxy variables gets no connection. Each attempt is listed "
+				  "in the exec result's network member.", err);
+	return rc;
+}
+
 cJSON *box_sandbox_describe(const cJSON *req, const char *name, const char *description,
 			    const char *request_schema, const char *result_schema,
 			    struct box_err *err)
@@ -1723,7 +1879,14 @@ cJSON *box_sandbox_describe(const cJSON *req, const char *name, const char *desc
 		goto fail;
 	mounts = cJSON_AddArrayToObject(extra, "mounts");
 	files = cJSON_AddArrayToObject(extra, "input_files");
-	if (!mounts || !files || !cJSON_AddArrayToObject(extra, "allowed_hosts")) {
+	if (provider_of(box_json_get_str(req, "provider", "local"))->net_rules &&
+	    provider_of(box_json_get_str(req, "provider", "local"))->net_rules(
+		    NULL, cJSON_GetObjectItemCaseSensitive(req, "allow_host"),
+		    cJSON_GetObjectItemCaseSensitive(req, "deny_host"), err) < 0)
+		goto fail;
+	if (!mounts || !files || !cJSON_AddItemToObject(extra, "allowed_hosts", cJSON_Duplicate(
+				cJSON_GetObjectItemCaseSensitive(req, "allow_host"), 1) ?:
+				cJSON_CreateArray())) {
 		box_err_set(err, BOX_E_INTERNAL, "out of memory");
 		goto fail;
 	}
@@ -1734,9 +1897,7 @@ cJSON *box_sandbox_describe(const cJSON *req, const char *name, const char *desc
 			 "there are listed (path, size, sha256) in its result. /tmp is private.",
 			 err) < 0 ||
 	    describe_mounts(req, mounts, &text, err) < 0 ||
-	    box_buf_puts(&text, "\n\nNetwork: none (no allowed hosts): nothing inside the sandbox "
-			 "reaches the network; the tool socket of box-tool is its only way out.",
-			 err) < 0)
+	    describe_network(req, &text, err) < 0)
 		goto fail;
 	if (!cJSON_AddStringToObject(o, "name", name) ||
 	    !cJSON_AddStringToObject(o, "description", text.data)) {

@@ -31,6 +31,8 @@ struct box_sandbox_io {
 	/* the policy in force (box_trust_effective), borrowed: its digest is the provenance's
 	 * policy_sha256; NULL: none reported */
 	const cJSON *policy;
+	/* exec --events: called with each network attempt of the command (after it ended) */
+	void (*on_network)(void *ctx, const cJSON *attempt);
 };
 
 struct box_sandbox_ctx;   /* one operation on one session, private to lib/sandbox/sandbox.c */

@@ -23,6 +23,9 @@ struct box_sbexec {
 	int64_t max_output_bytes; /* kept per stream in the result */
 	/* called with each chunk of output as it arrives (stream 1 or 2); NULL: none */
 	void (*on_output)(void *ctx, int stream, const char *p, size_t n);
+	/* called with each network attempt of the command (a local sandbox's proxy); NULL:
+	 * none */
+	void (*on_network)(void *ctx, const cJSON *attempt);
 	void *ctx;
 };
 

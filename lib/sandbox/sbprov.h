@@ -78,6 +78,16 @@ struct box_sbprov {
 		       struct box_err *err);
 	/* Adds what status reports of this provider's instance to o (may be NULL). */
 	void (*status)(const struct box_sbprov_session *s, cJSON *o);
+	/* Network rules (allow_host, deny_host; either may be NULL): checks them (-1 with
+	 * invalid_request and the member's path), then, when s is given, hands them to the
+	 * session's instance (taken at its next connection). NULL: the provider has none, and
+	 * network is unsupported. */
+	int (*net_rules)(struct box_sbprov_session *s, const cJSON *allow, const cJSON *deny,
+			 struct box_err *err);
+	/* expose (on 1: a port of the host's loopback forwarded to guest_port of the guest,
+	 * *host_port set) or unexpose (on 0). NULL: unsupported. */
+	int (*expose)(struct box_sbprov_session *s, int on, int guest_port, int *host_port,
+		      struct box_err *err);
 };
 
 /* The two providers box has. */

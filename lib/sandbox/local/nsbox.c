@@ -34,6 +34,7 @@
 #include "fswalk.h"
 #include "ipc.h"
 #include "json.h"
+#include "netproxy.h"
 #include "nsroles.h"
 #include "proc.h"
 #include "sandbox.h"
@@ -804,6 +805,23 @@ struct box_toolset *box_nsbox_load_tools(const char *file, char *abs, size_t n,
 	return box_tools_load(abs, err);
 }
 
+/* create: the network rules must parse; kept in config as "net": {"allow", "deny"} */
+static int local_configure_net(const cJSON *req, cJSON *config, struct box_err *err)
+{
+	const cJSON *allow = cJSON_GetObjectItemCaseSensitive(req, "allow_host");
+	const cJSON *deny = cJSON_GetObjectItemCaseSensitive(req, "deny_host");
+	cJSON *net;
+
+	if (box_netproxy_check_rules(allow, deny, err) < 0)
+		return -1;
+	net = cJSON_AddObjectToObject(config, "net");
+	if (!net)
+		return box_err_set(err, BOX_E_INTERNAL, "out of memory");
+	cJSON_AddItemToObject(net, "allow", allow ? cJSON_Duplicate(allow, 1) : cJSON_CreateArray());
+	cJSON_AddItemToObject(net, "deny", deny ? cJSON_Duplicate(deny, 1) : cJSON_CreateArray());
+	return 0;
+}
+
 /* create: the mounts must parse, the tools file load; both are kept in config */
 static int local_configure(const cJSON *req, const char *provider, const char *libexec,
 			   cJSON *config, struct box_err *err)
@@ -816,6 +834,8 @@ static int local_configure(const cJSON *req, const char *provider, const char *l
 	if (box_nsbox_parse_mounts(cJSON_GetObjectItemCaseSensitive(req, "mount"), &ms, err) < 0)
 		return -1;
 	box_nsbox_mounts_release(&ms);
+	if (local_configure_net(req, config, err) < 0)
+		return -1;
 	cJSON_AddItemToObject(config, "mounts", cJSON_Duplicate(cJSON_GetObjectItemCaseSensitive(
 				      req, "mount"), 1) ?: cJSON_CreateArray());
 	if (tools) {
@@ -1041,6 +1061,14 @@ static int local_start(struct box_sbprov_session *s, const cJSON *create_req,
 	if (write_instance(s->sdir, cgname, NULL, err) < 0)
 		goto out;
 	c.ids = ids;
+	{
+		const cJSON *net = cJSON_GetObjectItemCaseSensitive(pdata(s, "config"), "net");
+
+		/* the proxy of the instance reads them: none is "deny everything" */
+		if (box_netproxy_save_rules(s->sdir, cJSON_GetObjectItemCaseSensitive(net, "allow"),
+					    cJSON_GetObjectItemCaseSensitive(net, "deny"), err) < 0)
+			goto out;
+	}
 	if (c.tool_bin) {
 		c.serve_fd = tool_socket(s, &c, err);
 		if (c.serve_fd < 0)
@@ -1090,6 +1118,8 @@ static int local_pause(struct box_sbprov_session *s, struct box_err *err)
 {
 	struct box_nsbox_inst i;
 
+	/* exposed ports close at pause: a frozen proxy would hold their connections */
+	(void)box_netproxy_control(s->sdir, 0, 0, NULL, &(struct box_err){ 0 });
 	inst_of(s, &i);
 	return box_nsbox_pause(&i, cg_of(s), err);
 }
@@ -1181,6 +1211,33 @@ static void collect_outputs(const struct box_sbprov_session *s, struct box_sbexe
 }
 
 static cJSON *limit_scopes(int cgroup);
+/* What a guest with network rules gets: the proxy for every client that reads them. */
+#define PROXY_URL "http://127.0.0.1:3128"
+static const char *const proxy_env[] = {
+	"HTTP_PROXY=" PROXY_URL, "HTTPS_PROXY=" PROXY_URL, "ALL_PROXY=socks5h://127.0.0.1:3128",
+	"http_proxy=" PROXY_URL, "https_proxy=" PROXY_URL, "all_proxy=socks5h://127.0.0.1:3128",
+	"NO_PROXY=localhost,127.0.0.1,::1", "no_proxy=localhost,127.0.0.1,::1", NULL,
+};
+
+/* The exec's network attempts (the proxy's log since mark): the result's "network", and one
+ * --events line each. */
+static void add_network(const struct box_sbprov_session *s, const struct box_sbexec *e,
+			struct box_sbexec_result *r, int64_t mark)
+{
+	cJSON *arr = box_netproxy_attempts(s->sdir, mark, 1000), *it;
+
+	if (!arr)
+		arr = cJSON_CreateArray();
+	if (!arr)
+		return;
+	if (e->on_network)
+		cJSON_ArrayForEach(it, arr)
+			e->on_network(e->ctx, it);
+	if (!r->extra)
+		r->extra = cJSON_CreateObject();
+	if (!r->extra || !cJSON_AddItemToObject(r->extra, "network", arr))
+		cJSON_Delete(arr);
+}
 
 static int local_exec(struct box_sbprov_session *s, const struct box_sbexec *e,
 		      struct box_sbexec_result *r, struct box_err *err)
@@ -1191,6 +1248,7 @@ static int local_exec(struct box_sbprov_session *s, const struct box_sbexec *e,
 	const char *envp[GUEST_ENV_MAX + 1];
 	char sess[BOX_SBSTATE_ID_MAX + 16], tool_bin[PATH_MAX];
 	size_t n = 0, k;
+	int64_t mark;
 
 	box_fmt(sess, sizeof(sess), "BOX_SESSION=%s", s->id);
 	envp[n++] = "PATH=" GUEST_PATH;
@@ -1200,6 +1258,10 @@ static int local_exec(struct box_sbprov_session *s, const struct box_sbexec *e,
 	envp[n++] = "TMPDIR=/tmp";
 	envp[n++] = "USER=root";
 	envp[n++] = sess;
+	if (cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(
+				       pdata(s, "config"), "net"), "allow")) > 0)
+		for (k = 0; proxy_env[k]; k++)
+			envp[n++] = proxy_env[k];
 	for (k = 0; e->env && e->env[k]; k++)
 		env_set(envp, &n, GUEST_ENV_MAX, e->env[k]);
 	envp[n] = NULL;
@@ -1210,11 +1272,13 @@ static int local_exec(struct box_sbprov_session *s, const struct box_sbexec *e,
 	/* the command gets the whole environment: the base, then the session's and the exec's */
 	x = *e;
 	x.env = envp;
+	mark = box_netproxy_log_mark(s->sdir);
 	if (box_nsbox_exec(&i, &c, &x, r, err) < 0)
 		return -1;
 	if ((r->extra || (r->extra = cJSON_CreateObject())))
 		cJSON_AddItemToObject(r->extra, "limit_scopes",
 				      limit_scopes(strcmp(r->limits_enforced_by, "cgroup") == 0));
+	add_network(s, e, r, mark);
 	collect_outputs(s, r);
 	return 0;
 }
@@ -1531,6 +1595,20 @@ static void keeper_serve(int fd, const void *ctx)
 	}
 }
 
+static int local_net_rules(struct box_sbprov_session *s, const cJSON *allow, const cJSON *deny,
+			   struct box_err *err)
+{
+	if (box_netproxy_check_rules(allow, deny, err) < 0)
+		return -1;
+	return s ? box_netproxy_save_rules(s->sdir, allow, deny, err) : 0;
+}
+
+static int local_expose(struct box_sbprov_session *s, int on, int guest_port, int *host_port,
+			struct box_err *err)
+{
+	return box_netproxy_control(s->sdir, on, guest_port, host_port, err);
+}
+
 const struct box_sbprov box_nsbox_provider = {
 	.name = "local",
 	.keeps_state = 1,
@@ -1550,4 +1628,6 @@ const struct box_sbprov box_nsbox_provider = {
 	.checkpoint = local_checkpoint,
 	.restore = local_restore,
 	.status = local_status,
+	.net_rules = local_net_rules,
+	.expose = local_expose,
 };

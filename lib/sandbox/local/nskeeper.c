@@ -60,6 +60,7 @@
 #include "credenv.h"
 #include "ipc.h"
 #include "json.h"
+#include "netproxy.h"
 #include "nsroles.h"
 #include "banned.h"
 
@@ -616,6 +617,8 @@ void box_nsbox_keeper_main(const struct box_nsbox_config *c, enum box_cg_mode cg
 	keeper_join_groups(&k, k.holder);
 	keeper_report_and_go(&k);
 	keeper_take_namespaces(&k);
+	/* the guest's only way out (netproxy.h); without it the guest has no network at all */
+	box_netproxy_spawn(c->dir, k.pidfd, k.nsfds);
 	keeper_start_zygote(&k);
 	keeper_serve(&k);
 	_exit(0);

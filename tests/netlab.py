@@ -1,0 +1,110 @@
+#!/usr/bin/env python3
+"""Servers for tests/box-sandbox-net.bats and bench/network.sh.
+
+netlab.py dns PORTFILE MAPFILE LOGFILE
+    A DNS server on 127.0.0.1 (UDP, A records only). MAPFILE is JSON, read at each query:
+    {"name": ["ip", ...]} or {"name": {"first": "ip", "then": "ip"}} (the first query of the
+    name gets first, every later one then: a rebinding answer). Each query's name is appended
+    to LOGFILE. TTL 0.
+netlab.py http DIR PORTFILE [ADDR [PORT [CERT KEY]]]
+    A threaded HTTP (or, with CERT and KEY, HTTPS) server of DIR on ADDR (127.0.0.1) and PORT
+    (0: any; the port is written to PORTFILE). POST answers "posted N" (N bytes read).
+"""
+import http.server
+import json
+import os
+import socket
+import socketserver
+import ssl
+import struct
+import sys
+
+
+def dns(portfile, mapfile, logfile):
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    s.bind(("127.0.0.1", 0))
+    with open(portfile + ".tmp", "w") as f:
+        f.write(str(s.getsockname()[1]))
+    os.rename(portfile + ".tmp", portfile)
+    seen = {}
+    while True:
+        q, peer = s.recvfrom(512)
+        if len(q) < 12:
+            continue
+        at, labels = 12, []
+        while at < len(q) and q[at] != 0:
+            n = q[at]
+            labels.append(q[at + 1:at + 1 + n].decode("ascii", "replace"))
+            at += n + 1
+        name = ".".join(labels).lower()
+        qtype = struct.unpack("!H", q[at + 1:at + 3])[0] if at + 3 <= len(q) else 0
+        question = q[12:at + 5]
+        with open(logfile, "a") as f:
+            f.write(name + "\n")
+        try:
+            with open(mapfile) as f:
+                table = json.load(f)
+        except (OSError, ValueError):
+            table = {}
+        ans = table.get(name)
+        if isinstance(ans, dict):
+            ans = [ans["first"] if name not in seen else ans["then"]]
+        seen[name] = True
+        ips = ans if (ans and qtype == 1) else []
+        rcode = 0 if name in table else 3
+        hdr = q[:2] + struct.pack("!HHHHH", 0x8180 | rcode, 1, len(ips), 0, 0)
+        body = question
+        for ip in ips:
+            body += b"\xc0\x0c" + struct.pack("!HHIH", 1, 1, 0, 4) + socket.inet_aton(ip)
+        s.sendto(hdr + body, peer)
+
+
+class Handler(http.server.SimpleHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, *args):
+        pass
+
+    def copyfile(self, source, outputfile):
+        # sendfile: the server costs little CPU, so a benchmark measures what is between
+        if self.server.socket.__class__ is socket.socket:
+            outputfile.flush()
+            self.connection.sendfile(source)
+        else:
+            super().copyfile(source, outputfile)
+
+    def do_POST(self):
+        n = int(self.headers.get("Content-Length", "0"))
+        got = len(self.rfile.read(n))
+        body = ("posted %d\n" % got).encode()
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+
+class Server(socketserver.ThreadingMixIn, http.server.HTTPServer):
+    daemon_threads = True
+    allow_reuse_address = True
+
+
+def serve(directory, portfile, addr="127.0.0.1", port="0", cert=None, key=None):
+    os.chdir(directory)
+    srv = Server((addr, int(port)), Handler)
+    if cert:
+        ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        ctx.load_cert_chain(cert, key)
+        srv.socket = ctx.wrap_socket(srv.socket, server_side=True)
+    with open(portfile + ".tmp", "w") as f:
+        f.write(str(srv.server_address[1]))
+    os.rename(portfile + ".tmp", portfile)
+    srv.serve_forever()
+
+
+if __name__ == "__main__":
+    if sys.argv[1] == "dns":
+        dns(*sys.argv[2:5])
+    elif sys.argv[1] == "http":
+        serve(*sys.argv[2:])
+    else:
+        sys.exit("usage: netlab.py dns|http ...")
