@@ -455,3 +455,23 @@ teardown() {
 	sb_ok '.session == "absent1" and .created == null and .entries == []'
 	[ -f "$BOX_STATE_DIR/sandboxes/absent1/state.json" ]
 }
+
+@test "a limit past 2^53 stays exact in the record across execs and saves" {
+	run_sb create --session big1 --disk-bytes 9000000000000000001 --memory 9007199254740993
+	sb_ok
+	local i
+	for i in 1 2 3; do
+		run_sb exec big1 -- true
+		sb_ok
+	done
+	# jq reads numbers as doubles: look at the text itself
+	run box-sandbox status big1
+	assert_output --partial '"disk_bytes":9000000000000000001'
+	assert_output --partial '"memory":9007199254740993'
+	run grep -c '"disk_bytes":9000000000000000001' "$BOX_STATE_DIR/sandboxes/big1/state.json"
+	assert_output 1
+	run grep -c 'e+' "$BOX_STATE_DIR/sandboxes/big1/state.json"
+	assert_output 0
+	run_sb delete big1
+	sb_ok
+}

@@ -320,12 +320,19 @@ int box_json_get_bool(const cJSON *obj, const char *key, int def)
 	return cJSON_IsBool(m) ? cJSON_IsTrue(m) : def;
 }
 
+/* Printed from a copy whose integer literals are raw (box_json_exact): cJSON prints a number
+ * from its double, which loses what lies past 2^53 (9000000000000000001 became 9e+18). */
 char *box_json_line(const cJSON *v, size_t *len)
 {
-	char *s = cJSON_PrintUnformatted(v);
+	cJSON *copy = cJSON_Duplicate(v, 1);
 	size_t n;
-	char *r;
+	char *s, *r;
 
+	if (!copy)
+		return NULL;
+	box_json_exact(copy);
+	s = cJSON_PrintUnformatted(copy);
+	cJSON_Delete(copy);
 	if (!s)
 		return NULL;
 	n = strlen(s);

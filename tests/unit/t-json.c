@@ -184,6 +184,20 @@ int main(void)
 	   "1e3 is not an integer literal");
 	ok(box_json_is_int_literal(cJSON_GetArrayItem(cJSON_GetObjectItem(o, "e"), 1)),
 	   "7 is one");
+	{
+		/* box_json_line prints exactly without changing its argument (records, results) */
+		cJSON *d = cJSON_Duplicate(o, 1);
+		size_t n;
+
+		cJSON_AddItemToObject(d, "f", cJSON_Duplicate(cJSON_GetObjectItem(o, "a"), 1));
+		s = box_json_line(d, &n);
+		ok(s && strstr(s, "\"a\":9007199254740993") && strstr(s, "\"f\":9007199254740993") &&
+		   strstr(s, "\"b\":-9223372036854775808") && strstr(s, "[1000,7]") &&
+		   s[n - 1] == '\n', "box_json_line keeps integer literals exact: %s", s);
+		ok(cJSON_IsNumber(cJSON_GetObjectItem(d, "a")), "  and leaves its argument as it was");
+		free(s);
+		cJSON_Delete(d);
+	}
 	box_json_exact(o);
 	s = cJSON_PrintUnformatted(o);
 	ok(strstr(s, "9007199254740993") != NULL, "printed exactly after box_json_exact: %s", s);
