@@ -841,3 +841,41 @@ open(p, "wb").write(b.replace(b"tar.gz\"", b"tar.gZ\"", 1))' "$f"
 	run --separate-stderr env BOX_LIBEXEC_DIR=/nonexistent box-pull -r http://127.0.0.1:1/x lib
 	assert_fail not_found 6 '.error.message | test("helper box-registry .*looked in /nonexistent")'
 }
+
+@test "box-registry runs as every helper does: its own process group, killed with its caller" {
+	local port pull reg i
+	python3 -c 'import socket, sys, time
+s = socket.socket(); s.bind(("127.0.0.1", 0)); s.listen(8)
+print(s.getsockname()[1], flush=True)
+conns = []
+end = time.time() + 60
+while time.time() < end:
+    s.settimeout(1)
+    try:
+        conns.append(s.accept()[0])
+    except OSError:
+        pass' >"$T/port" &
+	srv=$!
+	for i in $(seq 100); do [ -s "$T/port" ] && break; sleep 0.1; done
+	port=$(cat "$T/port")
+	box-pull -r "http://127.0.0.1:$port/x" lib >"$T/out" 2>&1 &
+	pull=$!
+	reg=
+	for i in $(seq 100); do
+		reg=$(pgrep -P "$pull" -f box-registry || true)
+		[ -n "$reg" ] && break
+		sleep 0.1
+	done
+	[ -n "$reg" ] || { kill "$pull" "$srv"; false; }
+	# the leader of a process group of its own, not in its caller's
+	[ "$(ps -o pgid= -p "$reg" | tr -d ' ')" = "$reg" ]
+	[ "$(ps -o pgid= -p "$reg" | tr -d ' ')" != "$(ps -o pgid= -p "$pull" | tr -d ' ')" ]
+	# a caller killed takes its helper with it
+	kill -9 "$pull"
+	wait "$pull" || true
+	for i in $(seq 100); do kill -0 "$reg" 2>/dev/null || break; sleep 0.1; done
+	run kill -0 "$reg"
+	assert_failure
+	kill "$srv" 2>/dev/null || true
+	wait "$srv" 2>/dev/null || true
+}

@@ -1,17 +1,15 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/prctl.h>
 #include <sys/socket.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "repo.h"
 #include "libexec.h"
+#include "proc.h"
 #include "atomic.h"
 #include "base64.h"
 #include "json.h"
@@ -84,32 +82,27 @@ static cJSON *call(struct box_repo *r, cJSON *req, int fd, struct box_err *err)
 	return NULL;
 }
 
-/* Starts box-registry (found by box_libexec_find) on one end of a socketpair. */
+/* Starts box-registry (found by box_libexec_find) through the one child runner of lib/proc:
+ * its own process group, only fds 0-2, killed with its caller; it serves the protocol of
+ * lib/net/regserve.h on its stdin, a socket, and writes its diagnostics to our stderr. */
 static int helper_start(struct box_repo *r, struct box_err *err)
 {
+	extern char **environ;
 	char path[PATH_MAX];
-	int sv[2];
+	const char *argv[] = { path, NULL };
+	struct box_proc_opts o = { 0 };
 
 	if (box_libexec_find("box-registry", path, sizeof(path), err) < 0)
 		return -1;
 	if (!(r->in = calloc(1, sizeof(*r->in))))
 		return box_err_set(err, BOX_E_INTERNAL, "out of memory");
-	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0)
-		return box_err_sys(err, "socketpair");
-	r->pid = fork();
-	if (r->pid == 0) {
-		prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
-		if (dup2(sv[1], 0) < 0)
-			_exit(127);
-		execl(path, "box-registry", (char *)NULL);
-		_exit(127);
-	}
-	close(sv[1]);
-	if (r->pid < 0) {
-		close(sv[0]);
-		return box_err_sys(err, "fork");
-	}
-	r->sock = sv[0];
+	o.argv = argv;
+	o.envp = environ;
+	o.stderr_inherit = 1;
+	o.die_with_parent = 1;
+	if (box_proc_spawn(&o, &r->helper, err) < 0)
+		return -1;
+	r->sock = r->helper.in;
 	return 0;
 }
 
@@ -156,13 +149,11 @@ int box_repo_open(const char *ref, int create, int insecure, struct box_repo *r,
 void box_repo_close(struct box_repo *r)
 {
 	if (r->remote) {
+		/* every answer has been read: nothing the helper does is left to wait for */
 		if (r->sock >= 0)
-			close(r->sock);
-		if (r->pid > 0)
-			waitpid(r->pid, NULL, 0);
+			box_proc_stop(&r->helper);
 		free(r->in);
 		r->sock = -1;
-		r->pid = 0;
 		r->in = NULL;
 	} else if (r->oci.dirfd >= 0) {
 		box_oci_close(&r->oci);

@@ -10,6 +10,7 @@
 #include "err.h"
 #include "ipc.h"
 #include "oci.h"
+#include "proc.h"
 #include "registry.h"
 
 struct box_repo {
@@ -19,8 +20,8 @@ struct box_repo {
 	int remote;
 	struct box_oci oci;
 	/* a remote registry: the box-registry helper (lib/net/regserve.h) on a socket */
-	int sock;
-	pid_t pid;
+	int sock;                     /* helper.in */
+	struct box_proc_child helper;
 	struct box_ipc_in *in;
 	char ref[BOX_REGISTRY_REF_MAX + 1];
 };
