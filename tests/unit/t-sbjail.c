@@ -511,6 +511,10 @@ static int fds_closed(int no_close_range)
 			if (syscall(SYS_close_range, 1000U, 1000U, 0U) != -1 || errno != ENOSYS)
 				_exit(241);
 		}
+		/* fds 0-2 open (a run with stdin closed would give the pipe fd 0) */
+		while (fcntl(0, F_GETFD) < 0 || fcntl(1, F_GETFD) < 0 || fcntl(2, F_GETFD) < 0)
+			if (open("/dev/null", O_RDWR) < 0)
+				_exit(244);
 		if (pipe(pipe_fds) < 0 || dup2(pipe_fds[0], 333) != 333)
 			_exit(242);
 		if (do_fds_closed() == 0)

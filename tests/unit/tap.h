@@ -1,4 +1,6 @@
-/* A few TAP helpers for the unit tests of lib/: one "ok N - name" line per check. */
+/* A few TAP helpers for the unit tests of lib/: one "ok N - name" line per check. Each check
+ * flushes what it printed, so that a test's fork() never hands a child buffered lines that
+ * its exit would print a second time. */
 #ifndef BOX_TAP_H
 #define BOX_TAP_H
 
@@ -33,6 +35,7 @@ __attribute__((unused)) static int tap_ok(int pass, const char *file, int line, 
 	tap_line(pass, name);
 	if (!pass)
 		printf("#   failed at %s:%d\n", file, line);
+	fflush(stdout);
 	return pass;
 }
 
@@ -48,6 +51,7 @@ __attribute__((unused)) static int tap_is_int(long long got, long long want, con
 	tap_line(got == want, name);
 	if (got != want)
 		printf("#   failed at %s:%d\n#   got: %lld\n#   expected: %lld\n", file, line, got, want);
+	fflush(stdout);
 	return got == want;
 }
 
@@ -65,6 +69,7 @@ __attribute__((unused)) static int tap_is_str(const char *got, const char *want,
 	if (!pass)
 		printf("#   failed at %s:%d\n#   got: '%s'\n#   expected: '%s'\n", file, line,
 		       got ? got : "(null)", want ? want : "(null)");
+	fflush(stdout);
 	return pass;
 }
 
@@ -72,6 +77,7 @@ __attribute__((unused)) static void tap_skip(const char *why)
 {
 	tap_n++;
 	printf("ok %d # skip %s\n", tap_n, why);
+	fflush(stdout);
 }
 
 /* Prints the plan; the exit status says whether everything passed. */
