@@ -27,7 +27,7 @@ sdk() {
 		echo "$stderr" >&2
 	fi
 	assert_success
-	assert_line "ok $1"
+	assert_line "ok $1" || { echo "stderr: $stderr" >&2; false; }
 }
 
 @test "SDK client: initialize, then tools/list gives the five default tools with their schemas" {

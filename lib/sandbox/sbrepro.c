@@ -437,9 +437,11 @@ cJSON *box_sbrepro_tools(const char *path, struct box_err *err)
 		if (t->pin)
 			cJSON_AddStringToObject(o, "digest", t->pin->digest);
 	}
-	box_tools_free(set);
-	if (!arr || i < set->n)
+	if (!arr || i < set->n) {
+		box_tools_free(set);
 		return cJSON_Delete(arr), box_err_set(err, BOX_E_INTERNAL, "out of memory"), NULL;
+	}
+	box_tools_free(set);
 	return arr;
 }
 
