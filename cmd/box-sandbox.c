@@ -2,6 +2,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
 #include <unistd.h>
 
 #include "cli.h"
@@ -248,6 +249,11 @@ int main(int argc, char **argv)
 		cJSON_Delete(req);
 		return fail_op(op, &err);
 	}
+	/* exec streams the caller's stdin when it is not a terminal; a --json request came on
+	 * stdin, so it never streams */
+	io.stream_stdin = op && strcmp(op->name, "exec") == 0 && !box_cli_agent() &&
+			  fcntl(0, F_GETFD) >= 0 && !isatty(0);
+	io.stdin_fd = 0;
 	io.no_create = box_cli_agent() && !box_trust_may_create(box_cli_trust());
 	io.policy = policy = box_trust_effective(box_cli_trust());
 	res = box_sandbox(req, &io, &err);

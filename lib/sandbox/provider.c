@@ -12,6 +12,7 @@
 #include "proc.h"
 #include "sbprov.h"
 #include "sbstate.h"
+#include "utf8.h"
 #include "banned.h"
 
 #define DEFAULT_TIMEOUT_MS 30000
@@ -296,6 +297,38 @@ static int plugin_stop(struct box_sbprov_session *s, struct box_err *err)
 	return plugin_simple(s, "delete", err);
 }
 
+/* A streamed stdin for a plug-in, whose protocol carries stdin as text in the exec request:
+ * at most BOX_PROVIDER_STDIN_MAX bytes of UTF-8 become its "stdin" member; more is
+ * limit_exceeded, bytes that are not UTF-8 text are unsupported; never silently dropped. */
+static int plugin_stdin(int fd, cJSON *o, struct box_err *err)
+{
+	struct box_buf b;
+	int rc = -1;
+
+	box_buf_init(&b, BOX_PROVIDER_STDIN_MAX);
+	if (box_buf_read_fd(&b, fd, err) < 0) {
+		if (err->code == BOX_E_LIMIT)
+			box_err_set(err, BOX_E_LIMIT, "stdin is over %d MiB: a plug-in provider takes "
+				    "stdin whole, in its exec request", (int)(BOX_PROVIDER_STDIN_MAX >> 20));
+		goto out;
+	}
+	if (box_buf_append(&b, "", 1, err) < 0)
+		goto out;
+	if (memchr(b.data, 0, b.len - 1) || !box_utf8_valid(b.data, b.len - 1)) {
+		box_err_set(err, BOX_E_UNSUPPORTED, "stdin is not UTF-8 text: a plug-in provider "
+			    "takes stdin as text (use the local provider for bytes)");
+		goto out;
+	}
+	if (!cJSON_AddStringToObject(o, "stdin", b.data)) {
+		box_err_set(err, BOX_E_INTERNAL, "out of memory");
+		goto out;
+	}
+	rc = 0;
+out:
+	box_buf_release(&b);
+	return rc;
+}
+
 static int plugin_exec(struct box_sbprov_session *s, const struct box_sbexec *x,
 		       struct box_sbexec_result *r, struct box_err *err)
 {
@@ -314,6 +347,11 @@ static int plugin_exec(struct box_sbprov_session *s, const struct box_sbexec *x,
 	cJSON_AddStringToObject(o, "cwd", x->cwd ? x->cwd : "/workspace");
 	if (x->stdin_data)
 		cJSON_AddStringToObject(o, "stdin", x->stdin_data);
+	else if (x->stdin_stream && plugin_stdin(x->stdin_fd, o, err) < 0) {
+		cJSON_Delete(o);
+		r->ran = 0;
+		return -1;
+	}
 	box_json_add_int64(o, "timeout_ms", x->timeout_ms);
 	box_json_add_int64(o, "max_output_bytes", x->max_output_bytes);
 	res = plugin_op(s, "exec", o, x->timeout_ms + 30000, err);

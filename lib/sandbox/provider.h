@@ -11,6 +11,7 @@
 #define BOX_PROVIDER_NAME_MAX 32
 #define BOX_PROVIDER_STDOUT_MAX ((size_t)16 << 20)
 #define BOX_PROVIDER_STDERR_MAX ((size_t)64 << 10)
+#define BOX_PROVIDER_STDIN_MAX ((size_t)16 << 20)  /* a streamed stdin given to a plug-in */
 #define BOX_PROVIDER_ENV_MAX 64          /* explicitly passed variables */
 #define BOX_PROVIDER_DEFAULT_PATH "/usr/local/bin:/usr/bin:/bin"
 

@@ -290,6 +290,7 @@ struct exec_spec {
 	const cJSON *env;      /* extra --env of this exec */
 	const char *cwd;
 	const char *stdin_data;
+	int stream_stdin;      /* stdin_data NULL: the caller's stdin_fd is streamed */
 	int timeout_ms;
 	int64_t cpu_ms;        /* this exec's, else the session's; <= 0: none */
 	int64_t max_output_bytes;
@@ -408,6 +409,8 @@ static int run_exec(struct box_sandbox_ctx *s, const struct exec_spec *e,
 	x.cwd = e->cwd;
 	x.stdin_data = e->stdin_data;
 	x.stdin_len = e->stdin_data ? strlen(e->stdin_data) : 0;
+	x.stdin_stream = !e->stdin_data && e->stream_stdin && s->io && s->io->stream_stdin;
+	x.stdin_fd = x.stdin_stream ? s->io->stdin_fd : -1;
 	x.timeout_ms = e->timeout_ms;
 	x.cpu_ms = e->cpu_ms;
 	x.max_output_bytes = e->max_output_bytes;
@@ -913,6 +916,7 @@ static cJSON *op_exec(struct box_sandbox_ctx *s, struct box_err *err)
 	e.env = cJSON_GetObjectItemCaseSensitive(s->req, "env");
 	e.cwd = box_json_get_str(s->req, "cwd", NULL);
 	e.stdin_data = box_json_get_str(s->req, "stdin", NULL);
+	e.stream_stdin = 1;
 	exec_limits(s, &e);
 	e.events = box_json_get_bool(s->req, "events", 0);
 	/* before the command runs: a provenance that cannot be made fails an exec that ran not */

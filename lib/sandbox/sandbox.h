@@ -33,6 +33,11 @@ struct box_sandbox_io {
 	const cJSON *policy;
 	/* exec --events: called with each network attempt of the command (after it ended) */
 	void (*on_network)(void *ctx, const cJSON *attempt);
+	/* 1: an exec without a "stdin" member streams stdin_fd to its command (the caller's
+	 * stdin that is not a terminal, on the command line only: a --json request came on
+	 * stdin); 0: the command's stdin is /dev/null */
+	int stream_stdin;
+	int stdin_fd;
 };
 
 struct box_sandbox_ctx;   /* one operation on one session, private to lib/sandbox/sandbox.c */

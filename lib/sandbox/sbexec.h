@@ -18,6 +18,11 @@ struct box_sbexec {
 	const char *cwd;          /* guest path; NULL: /workspace */
 	const char *stdin_data;   /* NULL: none */
 	size_t stdin_len;
+	/* 1 (and stdin_data NULL): the command's stdin is what stdin_fd gives until its end,
+	 * streamed a chunk at a time (the local provider holds one 64 KiB chunk); a provider
+	 * that cannot stream takes a bounded amount or refuses, never ignores it */
+	int stdin_stream;
+	int stdin_fd;             /* borrowed; read only when stdin_stream is 1 */
 	int timeout_ms;           /* wall time, > 0 */
 	int64_t cpu_ms;           /* <= 0: none */
 	int64_t max_output_bytes; /* kept per stream in the result */

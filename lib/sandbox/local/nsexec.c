@@ -39,6 +39,7 @@
 #define TICK_MS 50
 #define DISK_EVERY_MS 200
 #define GRACE_MS 3000
+#define FEED_CHUNK 65536   /* what a streamed stdin holds at once */
 
 static const char *const stage_name[] = {
 	"", "join the sandbox's groups", "join the sandbox's namespaces", "fork", "unshare",
@@ -410,7 +411,13 @@ struct run {
 	int pidfd, have_status, nocg;
 	int64_t start, deadline, last_disk;
 	char disk_why[200];           /* why the disk could not be measured ("": it could) */
-	size_t status_got, in_off;
+	size_t status_got;
+	/* the command's stdin: the text of stdin_data, or one chunk of a streamed stdin at a
+	 * time (in_chunk); in_off..in_len is what is still to be written */
+	const char *in_src;
+	char *in_chunk;
+	size_t in_off, in_len;
+	int in_eof;                   /* nothing more comes from the source */
 	enum box_sbexec_limit seen;   /* what the host saw while the command ran */
 	int ran;                      /* the keeper started the command */
 };
@@ -438,6 +445,9 @@ static void run_init(struct run *r, const struct box_nsbox_inst *i,
 	box_buf_init(&r->cap.head[1], r->cap.max);
 	box_buf_init(&r->cap.mem, r->cap.max * 2);
 	r->pidfd = -1;
+	r->in_src = x->stdin_data;
+	r->in_len = x->stdin_data ? x->stdin_len : 0;
+	r->in_eof = !x->stdin_stream || x->stdin_data;
 }
 
 /* The holder (checked by its start time) and the pipes of the chain. */
@@ -450,10 +460,12 @@ static int run_open(struct run *r, struct box_err *err)
 		return box_err_set(err, BOX_E_NOT_FOUND, "the sandbox's holder is gone");
 	if (pipe2(f->out, O_CLOEXEC) < 0 || pipe2(f->errp, O_CLOEXEC) < 0 ||
 	    pipe2(f->status, O_CLOEXEC) < 0 || pipe2(f->ctl, O_CLOEXEC) < 0 ||
-	    (r->x->stdin_data && pipe2(f->in, O_CLOEXEC) < 0))
+	    ((r->x->stdin_data || !r->in_eof) && pipe2(f->in, O_CLOEXEC) < 0))
 		return box_err_sys(err, "pipe");
-	if (!r->x->stdin_data && (f->in[0] = open("/dev/null", O_RDONLY | O_CLOEXEC)) < 0)
+	if (f->in[0] < 0 && (f->in[0] = open("/dev/null", O_RDONLY | O_CLOEXEC)) < 0)
 		return box_err_sys(err, "cannot open /dev/null");
+	if (!r->in_eof && !(r->in_src = r->in_chunk = malloc(FEED_CHUNK)))
+		return box_err_set(err, BOX_E_INTERNAL, "out of memory");
 	return 0;
 }
 
@@ -483,6 +495,41 @@ static int run_spawn(struct run *r, struct box_err *err)
 	if (f->in[1] >= 0)
 		fcntl(f->in[1], F_SETFL, O_NONBLOCK);
 	return rc;
+}
+
+/* Feeds the command's stdin from what is left of the text, or from the streamed source one
+ * chunk at a time: a chunk is read (src ready) only when the last one is written (dst
+ * ready), so memory stays at one chunk whatever the size. The pipe is closed at the
+ * source's end, or when the command stops reading (EPIPE: SIGPIPE is ignored here). */
+static void run_feed(struct run *r, const struct pollfd *src, const struct pollfd *dst)
+{
+	int *in = &r->f.in[1];
+	ssize_t n;
+
+	if (*in < 0)
+		return;
+	if (r->in_off == r->in_len && !r->in_eof && src->revents) {
+		n = read(r->x->stdin_fd, r->in_chunk, FEED_CHUNK);
+		if (n > 0) {
+			r->in_off = 0;
+			r->in_len = (size_t)n;
+		} else if (n == 0 || (errno != EINTR && errno != EAGAIN)) {
+			r->in_eof = 1;
+		}
+	}
+	if (r->in_off < r->in_len && dst->revents) {
+		n = write(*in, r->in_src + r->in_off, r->in_len - r->in_off);
+		if (n > 0) {
+			r->in_off += (size_t)n;
+		} else if (n < 0 && errno != EAGAIN && errno != EINTR) {
+			r->in_off = r->in_len;
+			r->in_eof = 1;
+		}
+	}
+	if (r->in_eof && r->in_off >= r->in_len) {
+		close(*in);
+		*in = -1;
+	}
 }
 
 /* Reads what is ready of stdout, stderr and the status; feeds stdin. */
@@ -522,19 +569,7 @@ static void run_io(struct run *r, const struct pollfd *p)
 			f->status[0] = -1;
 		}
 	}
-	if (p[3].revents && f->in[1] >= 0) {
-		ssize_t n = write(f->in[1], (const char *)x->stdin_data + r->in_off,
-				  x->stdin_len - r->in_off);
-
-		if (n > 0)
-			r->in_off += (size_t)n;
-		if (n < 0 && errno != EAGAIN && errno != EINTR)
-			r->in_off = x->stdin_len;
-	}
-	if (f->in[1] >= 0 && r->in_off >= x->stdin_len) {
-		close(f->in[1]);
-		f->in[1] = -1;
-	}
+	run_feed(r, &p[4], &p[3]);
 }
 
 /* The limits the host watches while the command runs (CPU time in its groups, the disk);
@@ -569,9 +604,12 @@ static void run_pump(struct run *r)
 	int wait_ms = (r->x->cpu_ms > 0 && !r->nocg) || r->c->disk_bytes > 0 ? TICK_MS : 1000;
 
 	while (f->out[0] >= 0 || f->errp[0] >= 0 || (!r->have_status && f->status[0] >= 0)) {
-		struct pollfd p[4] = {
+		int feed = f->in[1] >= 0 && r->in_off < r->in_len;
+		int more = f->in[1] >= 0 && r->in_off == r->in_len && !r->in_eof;
+		struct pollfd p[5] = {
 			{ f->out[0], POLLIN, 0 }, { f->errp[0], POLLIN, 0 },
-			{ r->have_status ? -1 : f->status[0], POLLIN, 0 }, { f->in[1], POLLOUT, 0 },
+			{ r->have_status ? -1 : f->status[0], POLLIN, 0 },
+			{ feed ? f->in[1] : -1, POLLOUT, 0 }, { more ? r->x->stdin_fd : -1, POLLIN, 0 },
 		};
 		int64_t now = box_now_ms();
 
@@ -582,7 +620,7 @@ static void run_pump(struct run *r)
 			if (now > r->deadline + 2 * GRACE_MS)
 				break;
 		}
-		if (poll(p, 4, wait_ms) < 0 && errno != EINTR)
+		if (poll(p, 5, wait_ms) < 0 && errno != EINTR)
 			break;
 		run_io(r, p);
 		run_watch(r);
@@ -675,6 +713,7 @@ static void run_release(struct run *r)
 	box_buf_release(&r->cap.head[0]);
 	box_buf_release(&r->cap.head[1]);
 	box_buf_release(&r->cap.mem);
+	free(r->in_chunk);
 }
 
 int box_nsbox_exec(const struct box_nsbox_inst *i, const struct box_nsbox_config *c,
