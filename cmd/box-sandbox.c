@@ -7,6 +7,7 @@
 
 #include "cli.h"
 #include "flags.h"
+#include "base64.h"
 #include "buf.h"
 #include "sandbox.h"
 #include "utf8.h"
@@ -100,7 +101,8 @@ static int positional(cJSON *req, int rest, int argc, char **argv, const char **
 	return rest;
 }
 
-/* The content member from stdin, which must be UTF-8 text, unless the request has one. */
+/* The content member from stdin (content_base64 when it is not UTF-8 text), unless the
+ * request has one. */
 static int read_content(cJSON *req, struct box_err *err)
 {
 	struct box_buf in;
@@ -114,8 +116,18 @@ static int read_content(cJSON *req, struct box_err *err)
 		return -1;
 	}
 	if (memchr(in.data, 0, in.len - 1) || !box_utf8_valid(in.data, in.len - 1)) {
+		/* bytes: carried as content_base64 */
+		struct box_buf b64;
+		int rc;
+
+		box_buf_init(&b64, box_base64_encoded_len(in.len - 1) + 1);
+		rc = box_base64_encode(in.data, in.len - 1, &b64, err) < 0 ||
+		     box_buf_append(&b64, "", 1, err) < 0 ? -1 : 0;
+		if (rc == 0)
+			set_str(req, "content_base64", b64.data);
+		box_buf_release(&b64);
 		box_buf_release(&in);
-		return box_err_set(err, BOX_E_USAGE, "stdin is not UTF-8 text: use --content-base64");
+		return rc;
 	}
 	set_str(req, "content", in.data);
 	box_buf_release(&in);

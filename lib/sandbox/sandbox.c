@@ -69,6 +69,8 @@ const struct box_field box_sandbox_fields[] = {
 	  NULL, 0 },
 	{ "path", BOX_F_STRING, 0, 4096, 0, "read, write, ls: a path under /workspace, /input or "
 	  "/output", "PATH", 0 },
+	{ "output", BOX_F_STRING, 1, 4096, 0, "read: write the file's bytes to the host FILE "
+	  "(replaced atomically) instead of into the result", "FILE", 0 },
 	{ "content", BOX_F_STRING, 0, BOX_SANDBOX_READ_MAX, 0, "write: the text to write (default: "
 	  "stdin)", "TEXT", 0 },
 	{ "content_base64", BOX_F_STRING, 0, BOX_SANDBOX_READ_MAX * 2, 0, "write: the bytes to "
@@ -979,9 +981,51 @@ static const char *req_path(const struct box_sandbox_ctx *s, const char *def, st
 	return path;
 }
 
+/* read --output FILE: the bytes of a read's result (content, in its encoding) replace the
+ * host's FILE atomically (a temp file beside it, renamed; a symlink at FILE is replaced, never
+ * followed); the result keeps path and size and names output instead of the content. */
+static int read_to_host(cJSON *res, const char *file, struct box_err *err)
+{
+	const char *content = box_json_get_str(res, "content", "");
+	const char *slash = strrchr(file, '/'), *name = slash ? slash + 1 : file;
+	struct box_buf dec;
+	char dir[PATH_MAX];
+	int dfd, rc = -1;
+
+	if (!*name || strcmp(name, ".") == 0 || strcmp(name, "..") == 0)
+		return box_err_set(err, BOX_E_INVALID, "--output names a directory, not a file: "
+				   "'%.200s'", file), box_err_path(err, "$.output"), -1;
+	box_fmt(dir, sizeof(dir), "%.*s", slash ? (int)(slash - file) + (slash == file) : 1,
+		slash ? file : ".");
+	box_buf_init(&dec, (size_t)BOX_SANDBOX_READ_MAX);
+	if (strcmp(box_json_get_str(res, "encoding", "utf-8"), "base64") == 0) {
+		if (box_base64_decode(content, strlen(content), &dec, err) < 0)
+			goto out;
+	} else if (box_buf_append(&dec, content, strlen(content), err) < 0) {
+		goto out;
+	}
+	if ((dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0) {
+		box_err_sys(err, "cannot open the directory of --output %.200s", file);
+		box_err_path(err, "$.output");
+		goto out;
+	}
+	rc = box_atomic_write(dfd, name, dec.data ? dec.data : "", dec.len, 0644, err);
+	close(dfd);
+	if (rc < 0) {
+		box_err_path(err, "$.output");
+		goto out;
+	}
+	cJSON_DeleteItemFromObjectCaseSensitive(res, "content");
+	cJSON_DeleteItemFromObjectCaseSensitive(res, "encoding");
+	cJSON_AddStringToObject(res, "output", file);
+out:
+	box_buf_release(&dec);
+	return rc;
+}
+
 static cJSON *op_read(struct box_sandbox_ctx *s, struct box_err *err)
 {
-	const char *path;
+	const char *path, *output = box_json_get_str(s->req, "output", NULL);
 	cJSON *res;
 
 	if (ready(s, err) < 0 || !(path = req_path(s, NULL, err)))
@@ -989,6 +1033,10 @@ static cJSON *op_read(struct box_sandbox_ctx *s, struct box_err *err)
 	res = s->p->read(&s->ps, path, err);
 	if (!res)
 		return NULL;
+	if (output && read_to_host(res, output, err) < 0) {
+		cJSON_Delete(res);
+		return NULL;
+	}
 	touch(s);
 	return result_of(s, res);
 }
@@ -1495,7 +1543,7 @@ const struct box_sandbox_op box_sandbox_ops[] = {
 	  .run = op_exec, .args = { "argv" },
 	  .usage = "SESSION [OPTIONS] -- ARGV...\nSESSION [OPTIONS] --command STRING" },
 	{ .name = "read", .beside_exec = 1, .may_create = 1, .session = BOX_SANDBOX_SESSION_NEEDED,
-	  .run = op_read, .args = { "path" }, .usage = "SESSION PATH" },
+	  .run = op_read, .args = { "path" }, .usage = "SESSION PATH [--output FILE]" },
 	{ .name = "write", .beside_exec = 1, .may_create = 1, .session = BOX_SANDBOX_SESSION_NEEDED,
 	  .run = op_write, .args = { "path" }, .content_from_stdin = 1,
 	  .usage = "SESSION PATH [--content TEXT] < DATA" },
