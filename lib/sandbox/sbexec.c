@@ -29,6 +29,7 @@ void box_sbexec_result_release(struct box_sbexec_result *r)
 	box_buf_release(&r->out);
 	box_buf_release(&r->err);
 	free(r->full_output_path);
+	free(r->full_output_log);
 	cJSON_Delete(r->outputs);
 	cJSON_Delete(r->extra);
 	box_sbexec_result_init(r);
@@ -121,6 +122,35 @@ static int add_text(cJSON *o, const char *key, const struct box_buf *b)
 	return s && cJSON_AddItemToObject(o, key, s) ? 0 : (cJSON_Delete(s), -1);
 }
 
+int box_sbexec_set_cut_output(struct box_sbexec_result *r, int stream, const char *head,
+			      size_t hn, const char *tail, size_t tn, int64_t total,
+			      const char *log, struct box_err *err)
+{
+	struct box_buf b;
+	char marker[512];
+	size_t skip = 0;
+	int rc;
+
+	hn = box_utf8_cut(head ? head : "", hn);
+	while (skip < tn && skip < 3 && ((unsigned char)tail[skip] & 0xC0) == 0x80)
+		skip++;
+	tail += skip;
+	tn -= skip;
+	box_fmt(marker, sizeof(marker), "%s" BOX_SBEXEC_CUT_MARKER "\n",
+		hn && head[hn - 1] != '\n' ? "\n" : "", (long long)(total - (int64_t)(hn + tn)),
+		log ? log : "nowhere");
+	box_buf_init(&b, hn + strlen(marker) + tn + 1);
+	if (box_buf_append(&b, head ? head : "", hn, err) < 0 ||
+	    box_buf_append(&b, marker, strlen(marker), err) < 0 ||
+	    box_buf_append(&b, tn ? tail : "", tn, err) < 0) {
+		box_buf_release(&b);
+		return -1;
+	}
+	rc = box_sbexec_set_output(r, stream, b.data, b.len, err);
+	box_buf_release(&b);
+	return rc;
+}
+
 cJSON *box_sbexec_to_json(const struct box_sbexec_result *r)
 {
 	cJSON *o = cJSON_CreateObject(), *it;
@@ -139,6 +169,8 @@ cJSON *box_sbexec_to_json(const struct box_sbexec_result *r)
 		bad |= !box_json_add_int64(o, "total_lines", r->total_lines);
 	if (r->full_output_path) {
 		bad |= !cJSON_AddStringToObject(o, "full_output_path", r->full_output_path);
+		if (r->full_output_log)
+			bad |= !cJSON_AddStringToObject(o, "full_output_log", r->full_output_log);
 		if (r->full_output_truncated)
 			bad |= !cJSON_AddBoolToObject(o, "full_output_truncated", 1);
 	}
@@ -222,8 +254,11 @@ static int take_member(struct box_sbexec_result *r, const cJSON *m, struct box_e
 		*(k[0] == 't' ? &r->total_lines : &r->duration_ms) = box_json_int_value(m, 0);
 		return 1;
 	}
-	if (strcmp(k, "full_output_path") == 0) {
-		if (!cJSON_IsString(m) || !(r->full_output_path = strdup(m->valuestring)))
+	if (strcmp(k, "full_output_path") == 0 || strcmp(k, "full_output_log") == 0) {
+		char **to = k[12] == 'p' ? &r->full_output_path : &r->full_output_log;
+
+		free(*to);
+		if (!cJSON_IsString(m) || !(*to = strdup(m->valuestring)))
 			return -1;
 		return 1;
 	}

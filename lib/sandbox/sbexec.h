@@ -59,6 +59,8 @@ struct box_sbexec_result {
 	int truncated, lossy;
 	int64_t total_lines;            /* < 0: not known (not rendered) */
 	char *full_output_path;         /* NULL: none */
+	char *full_output_log;          /* the same log as the session's file API reads it
+					 * ("/logs/exec-....log"); NULL: none */
 	int full_output_truncated;
 	int64_t duration_ms;            /* < 0: not known (not rendered) */
 	enum box_sbexec_limit limit;
@@ -92,6 +94,20 @@ const char *box_sbexec_limit_name(const struct box_sbexec_result *r);
  */
 int box_sbexec_set_output(struct box_sbexec_result *r, int stream, const char *p, size_t n,
 			  struct box_err *err);
+
+/* The line that stands for the middle of a stream cut by max_output_bytes: the bytes left
+ * out, and where the whole output is (a path `read` takes, or "nowhere"). */
+#define BOX_SBEXEC_CUT_MARKER "[box-sandbox: %lld bytes cut here; the whole output is in %s]"
+
+/*
+ * Keeps a stream that was cut in the result: head (cut at a character boundary), a newline
+ * unless head is empty or ends with one, the marker line (BOX_SBEXEC_CUT_MARKER with
+ * total - the bytes kept, and log, "nowhere" when NULL), a newline, then tail from its first
+ * character boundary; otherwise as box_sbexec_set_output. 0, or -1 with internal (OOM).
+ */
+int box_sbexec_set_cut_output(struct box_sbexec_result *r, int stream, const char *head,
+			      size_t hn, const char *tail, size_t tn, int64_t total,
+			      const char *log, struct box_err *err);
 
 /* What the host knows of a command when it has ended, for box_sbexec_classify. */
 struct box_sbexec_facts {
@@ -127,7 +143,7 @@ void box_sbexec_judge(const struct box_sbexec_result *r, const struct box_sbexec
 		      struct box_err *e);
 
 /* The result as JSON: exit_code, signal, stdout, stderr, truncated, total_lines,
- * full_output_path and full_output_truncated (when set), duration_ms, resource_limit,
+ * full_output_path, full_output_log and full_output_truncated (when set), duration_ms, resource_limit,
  * limits_enforced_by, disk_limit and disk_unmeasured (when set), lossy (when true), outputs
  * ([] when output_error is set), output_error (when set), then the extra members. NULL on
  * OOM. */

@@ -1295,6 +1295,22 @@ static int file_target(const struct box_sbprov_session *s, const char *path, cha
 		*rel = path;
 		return 0;
 	}
+	/* /logs: the full-output logs of truncated execs (full_output_log), to read only */
+	if (strncmp(path, "/logs/", 6) == 0) {
+		const char *name = path + 6;
+
+		if (writing)
+			return box_err_set(err, BOX_E_POLICY, "/logs is read-only"),
+			       box_err_path(err, "$.path"), -1;
+		if (strncmp(name, "exec-", 5) != 0 || strchr(name, '/') ||
+		    strlen(name) < 9 || strcmp(name + strlen(name) - 4, ".log") != 0)
+			return box_err_set(err, BOX_E_POLICY, "/logs holds the full-output logs "
+					   "of execs only (/logs/exec-....log)"),
+			       box_err_path(err, "$.path"), -1;
+		box_fmt(dir, dn, "%s/logs", s->sdir);
+		*rel = name;
+		return 0;
+	}
 	for (k = 0; k < sizeof(roots) / sizeof(roots[0]); k++) {
 		size_t n = strlen(roots[k]);
 
@@ -1307,7 +1323,8 @@ static int file_target(const struct box_sbprov_session *s, const char *path, cha
 			return 0;
 		}
 	}
-	box_err_set(err, BOX_E_POLICY, "the file API reaches /workspace, /input and /output only");
+	box_err_set(err, BOX_E_POLICY, "the file API reaches /workspace, /input and /output "
+		    "only (and reads the exec logs of /logs)");
 	box_err_path(err, "$.path");
 	return -1;
 }

@@ -268,6 +268,11 @@ void box_nsbox_c1_main(int pidfd, const int *nsfds, const struct box_nsbox_confi
 
 struct capture {
 	struct box_buf head[2];     /* per stream, at most max_output_bytes */
+	/* per stream past max_output_bytes: the last tail_max bytes, a ring made when the
+	 * stream first goes over (tail_at: where the next byte goes) */
+	char *tail[2];
+	size_t tail_max, tail_at[2];
+	int64_t seen[2];            /* bytes of each stream */
 	struct box_buf mem;         /* both streams in order until the log is opened */
 	int logfd;
 	int64_t logged;
@@ -301,6 +306,42 @@ static int open_log(struct capture *cap)
 	return 0;
 }
 
+/* Adds n bytes to a ring of size max that keeps the last max bytes; *at is where the next
+ * byte goes. */
+static void ring_add(char *ring, size_t max, size_t *at, const char *p, size_t n)
+{
+	size_t first;
+
+	if (!ring || !max)
+		return;
+	if (n >= max) {
+		memcpy(ring, p + n - max, max);
+		*at = 0;
+		return;
+	}
+	first = max - *at < n ? max - *at : n;
+	memcpy(ring + *at, p, first);
+	memcpy(ring, p + first, n - first);
+	*at = (*at + n) % max;
+}
+
+/* The tail of a stream that went over max_output_bytes: its ring, made when it first went
+ * over from the end of the head (which holds max bytes then), then fed every byte after. */
+static void capture_tail(struct capture *cap, int s, const char *p, size_t n, size_t room)
+{
+	const struct box_buf *h = &cap->head[s];
+
+	if (!cap->tail[s]) {
+		if (!cap->tail_max || !(cap->tail[s] = malloc(cap->tail_max)))
+			return;
+		ring_add(cap->tail[s], cap->tail_max, &cap->tail_at[s],
+			 h->data + h->len - cap->tail_max, cap->tail_max);
+		p += room;
+		n -= room;
+	}
+	ring_add(cap->tail[s], cap->tail_max, &cap->tail_at[s], p, n);
+}
+
 static void capture_add(struct capture *cap, int stream, const char *p, size_t n)
 {
 	struct box_buf *h = &cap->head[stream - 1];
@@ -311,10 +352,14 @@ static void capture_add(struct capture *cap, int stream, const char *p, size_t n
 	for (q = p; (q = memchr(q, '\n', (size_t)(p + n - q))); q++)
 		cap->lines++;
 	cap->partial[stream - 1] = n > 0 ? p[n - 1] != '\n' : cap->partial[stream - 1];
+	cap->seen[stream - 1] += (int64_t)n;
 	if (room)
 		box_buf_append(h, p, n < room ? n : room, &ign);
-	if (n > room)
+	if (n > room) {
 		cap->truncated = 1;
+		if (h->len == cap->max)
+			capture_tail(cap, stream - 1, p, n, room);
+	}
 	if (cap->logfd < 0 && cap->mem.len + n <= cap->max * 2) {
 		box_buf_append(&cap->mem, p, n, &ign);
 		return;
@@ -438,6 +483,7 @@ static void run_init(struct run *r, const struct box_nsbox_inst *i,
 	r->cap.logfd = -1;
 	r->cap.c = c;
 	r->cap.max = x->max_output_bytes >= 0 ? (size_t)x->max_output_bytes : 1 << 20;
+	r->cap.tail_max = r->cap.max / 2;
 	r->cap.log_max = BOX_NSBOX_FULL_OUTPUT_MAX;
 	if (c->disk_bytes > 0 && c->disk_bytes / BOX_NSBOX_LOGS_KEPT < r->cap.log_max)
 		r->cap.log_max = c->disk_bytes / BOX_NSBOX_LOGS_KEPT;
@@ -649,6 +695,32 @@ static int run_status(struct run *r, struct box_err *err)
 	return 0;
 }
 
+/* A stream in the result: whole when it fit max_output_bytes; else its head and its tail
+ * around the marker line, which names the full log as `read` takes it. */
+static int run_keep(struct run *r, struct box_sbexec_result *res, int stream,
+		    struct box_err *err)
+{
+	const struct capture *cap = &r->cap;
+	const struct box_buf *h = &cap->head[stream - 1];
+	size_t at = cap->tail_at[stream - 1], tm = cap->tail_max;
+	const char *ring = cap->tail[stream - 1];
+	char *tail;
+	int rc;
+
+	if (cap->seen[stream - 1] <= (int64_t)cap->max)
+		return box_sbexec_set_output(res, stream, h->data, h->len, err);
+	if (!(tail = malloc(tm + 1)))
+		return box_err_set(err, BOX_E_INTERNAL, "out of memory");
+	if (ring) {
+		memcpy(tail, ring + at, tm - at);
+		memcpy(tail + tm - at, ring, at);
+	}
+	rc = box_sbexec_set_cut_output(res, stream, h->data, cap->max - tm, tail, ring ? tm : 0,
+				       cap->seen[stream - 1], res->full_output_log, err);
+	free(tail);
+	return rc;
+}
+
 /* The result: how the command ended, the limit that ended it, what it wrote. */
 static int run_result(struct run *r, struct box_sbexec_result *res, struct box_err *err)
 {
@@ -676,15 +748,18 @@ static int run_result(struct run *r, struct box_sbexec_result *res, struct box_e
 		box_fmt(res->signal, sizeof(res->signal), "%s", sig_name(st->sig));
 	else if (st->timed_out || st->killed)
 		box_fmt(res->signal, sizeof(res->signal), "SIGKILL");
-	if (box_sbexec_set_output(res, 1, cap->head[0].data, cap->head[0].len, err) < 0 ||
-	    box_sbexec_set_output(res, 2, cap->head[1].data, cap->head[1].len, err) < 0)
+	if (cap->truncated && cap->logfd >= 0) {
+		const char *name = strrchr(cap->logpath, '/') + 1;
+
+		res->full_output_path = strdup(cap->logpath);
+		if ((res->full_output_log = malloc(strlen(name) + 7)))
+			box_fmt(res->full_output_log, strlen(name) + 7, "/logs/%s", name);
+		res->full_output_truncated = cap->log_cut;
+	}
+	if (run_keep(r, res, 1, err) < 0 || run_keep(r, res, 2, err) < 0)
 		return -1;
 	res->truncated = cap->truncated;
 	res->total_lines = cap->lines + cap->partial[0] + cap->partial[1];
-	if (cap->truncated && cap->logfd >= 0) {
-		res->full_output_path = strdup(cap->logpath);
-		res->full_output_truncated = cap->log_cut;
-	}
 	res->duration_ms = box_now_ms() - r->start;
 	box_fmt(res->limits_enforced_by, sizeof(res->limits_enforced_by), "%s",
 		r->nocg ? "rlimit" : "cgroup");
@@ -713,6 +788,8 @@ static void run_release(struct run *r)
 	box_buf_release(&r->cap.head[0]);
 	box_buf_release(&r->cap.head[1]);
 	box_buf_release(&r->cap.mem);
+	free(r->cap.tail[0]);
+	free(r->cap.tail[1]);
 	free(r->in_chunk);
 }
 
