@@ -9,9 +9,12 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "buf.h"
 #include "json.h"
 #include "sbexport.h"
 #include "sbfiles.h"
+#include "sbcp.h"
+#include "confine.h"
 #include "banned.h"
 
 static const char usage[] =
@@ -20,6 +23,8 @@ static const char usage[] =
 	"       box-sbfiles restore SNAP_DIR DIGEST DEST_PARENT NAME [MAX_BYTES [UID:GID]]\n"
 	"       box-sbfiles export SNAP_DIR DIGEST META_JSON FILE\n"
 	"       box-sbfiles import FILE PARENT MAX_BYTES\n"
+	"       box-sbfiles cp-in SRC_DIR ROOT GUEST_DIR MAX_BYTES [UID:GID]\n"
+	"       box-sbfiles cp-out ROOT GUEST_DIR DEST_DIR MAX_BYTES\n"
 	"       box-sbfiles --help | --version\n"
 	"\n"
 	"File work of box-sandbox, not meant to be run by hand. Prints one JSON object.\n"
@@ -30,7 +35,11 @@ static const char usage[] =
 	"            UID:GID when given)\n"
 	"  export    write the snapshot DIGEST and META_JSON as a self-contained archive FILE\n"
 	"  import    extract the archive FILE into a new directory of PARENT, its workspace\n"
-	"            as a snapshot, and print the directory, the digest and the meta\n";
+	"            as a snapshot, and print the directory, the digest and the meta\n"
+	"  cp-in     copy the host tree SRC_DIR to GUEST_DIR, a path inside ROOT (symlinks\n"
+	"            resolved inside it), absent or empty, as a tar stream\n"
+	"  cp-out    copy the tree GUEST_DIR inside ROOT to the host's DEST_DIR, absent or\n"
+	"            empty, as a tar stream; the guest's tree is checked first\n";
 
 static const struct box_cli cli = { .name = "box-sbfiles" };
 
@@ -255,6 +264,114 @@ static cJSON *import(int argc, char **argv, struct box_err *err)
 	return res;
 }
 
+/* A positive byte count of MAX_BYTES, or -1. */
+static int64_t bytes_arg(const char *v)
+{
+	char *end;
+	long long n;
+
+	errno = 0;
+	n = strtoll(v, &end, 10);
+	return errno || *end || v[0] < '0' || v[0] > '9' || n <= 0 ? -1 : (int64_t)n;
+}
+
+/* The guest directory rel inside the host's root directory: its parent opened confined to
+ * root (symlinks resolved inside it) into *parent, its last component into name. */
+static int guest_parent(const char *root, const char *rel, int *parent, char *name, size_t nn,
+			struct box_err *err)
+{
+	char norm[4096], *slash;
+	int rootfd;
+
+	while (*rel == '/')
+		rel++;
+	if (box_confine_normalize(*rel ? rel : ".", norm, sizeof(norm), err) < 0)
+		return -1;
+	if (strcmp(norm, "/") == 0)
+		return box_err_set(err, BOX_E_INVALID, "the guest directory is a root: name a "
+				   "directory below it"), -1;
+	slash = strrchr(norm, '/');
+	box_fmt(name, nn, "%s", slash + 1);
+	*slash = 0;
+	if ((rootfd = open_dir(root, err)) < 0)
+		return -1;
+	*parent = box_confine_open(rootfd, norm[0] ? norm + 1 : ".", O_RDONLY | O_DIRECTORY,
+				   0, err);
+	close(rootfd);
+	return *parent < 0 ? -1 : 0;
+}
+
+static cJSON *cp_result(const struct box_sbcp_stats *st, struct box_err *err)
+{
+	cJSON *res = cJSON_CreateObject();
+
+	if (!res || !cJSON_AddTrueToObject(res, "ok") ||
+	    !box_json_add_int64(res, "entries", st->entries) ||
+	    !box_json_add_int64(res, "files", st->files) ||
+	    !box_json_add_int64(res, "dirs", st->dirs) ||
+	    !box_json_add_int64(res, "links", st->links) ||
+	    !box_json_add_int64(res, "bytes", st->bytes)) {
+		cJSON_Delete(res);
+		return box_err_set(err, BOX_E_INTERNAL, "out of memory"), NULL;
+	}
+	return res;
+}
+
+/* cp-in SRC_DIR ROOT GUEST_DIR MAX_BYTES [UID:GID] and cp-out ROOT GUEST_DIR DEST_DIR
+ * MAX_BYTES */
+static cJSON *cp(int in, int argc, char **argv, struct box_err *err)
+{
+	struct box_sbcp_stats st = { 0 };
+	unsigned long uid = (unsigned long)-1, gid = (unsigned long)-1;
+	int64_t max = argc >= 4 ? bytes_arg(argv[3]) : -1;
+	char name[256], *end;
+	int src = -1, parent = -1, r = -1;
+
+	if (max < 0 || argc < 4 || argc > (in ? 5 : 4))
+		return box_err_set(err, BOX_E_USAGE, "usage: box-sbfiles cp-in SRC_DIR ROOT "
+				   "GUEST_DIR MAX_BYTES [UID:GID] | cp-out ROOT GUEST_DIR DEST_DIR "
+				   "MAX_BYTES"), NULL;
+	if (argc == 5) {
+		errno = 0;
+		uid = strtoul(argv[4], &end, 10);
+		if (!errno && *end == ':')
+			gid = strtoul(end + 1, &end, 10);
+		if (errno || *end || uid >= 0xffffffffUL || gid >= 0xffffffffUL)
+			return box_err_set(err, BOX_E_USAGE, "invalid UID:GID '%.64s'", argv[4]),
+			       NULL;
+	}
+	if (in) {
+		if ((src = open_dir(argv[0], err)) >= 0 &&
+		    guest_parent(argv[1], argv[2], &parent, name, sizeof(name), err) == 0)
+			r = box_sbcp_copy(src, parent, name, max, (uid_t)uid, (gid_t)gid, &st, err);
+	} else {
+		const char *dest = argv[2], *slash = strrchr(dest, '/');
+		char pdir[4096], gname[256];
+		int g;
+
+		box_fmt(name, sizeof(name), "%s", slash ? slash + 1 : dest);
+		box_fmt(pdir, sizeof(pdir), "%.*s", slash ? (int)(slash - dest) + (slash == dest) : 1,
+			slash ? dest : ".");
+		/* the guest's directory itself is never a symlink, and nothing below it is followed */
+		if (guest_parent(argv[0], argv[1], &g, gname, sizeof(gname), err) == 0) {
+			src = openat(g, gname, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+			if (src < 0 && (errno == ELOOP || errno == ENOTDIR))
+				box_err_set(err, BOX_E_POLICY, "the guest directory %.200s is a symlink "
+					    "or not a directory", argv[1]);
+			else if (src < 0)
+				box_err_sys(err, "cannot open the guest directory %.200s", argv[1]);
+			close(g);
+		}
+		if (src >= 0 && (parent = open_dir(pdir, err)) >= 0)
+			r = box_sbcp_copy(src, parent, name, max, (uid_t)-1, (gid_t)-1, &st, err);
+	}
+	if (src >= 0)
+		close(src);
+	if (parent >= 0)
+		close(parent);
+	return r < 0 ? NULL : cp_result(&st, err);
+}
+
 int main(int argc, char **argv)
 {
 	struct box_err err;
@@ -283,6 +400,8 @@ int main(int argc, char **argv)
 		res = export(argc - 2, argv + 2, &err);
 	else if (strcmp(argv[1], "import") == 0)
 		res = import(argc - 2, argv + 2, &err);
+	else if (strcmp(argv[1], "cp-in") == 0 || strcmp(argv[1], "cp-out") == 0)
+		res = cp(argv[1][3] == 'i', argc - 2, argv + 2, &err);
 	else
 		box_err_set(&err, BOX_E_USAGE, "unknown command \"%s\" (see --help)", argv[1]);
 	if (!res)

@@ -69,6 +69,8 @@ const struct box_field box_sandbox_fields[] = {
 	  NULL, 0 },
 	{ "path", BOX_F_STRING, 0, 4096, 0, "read, write, ls: a path under /workspace, /input or "
 	  "/output", "PATH", 0 },
+	{ "host_dir", BOX_F_STRING, 1, 4096, 0, "cp-in, cp-out: the host directory (cp-out: "
+	  "absent or empty)", "DIR", 0 },
 	{ "output", BOX_F_STRING, 1, 4096, 0, "read: write the file's bytes to the host FILE "
 	  "(replaced atomically) instead of into the result", "FILE", 0 },
 	{ "content", BOX_F_STRING, 0, BOX_SANDBOX_READ_MAX, 0, "write: the text to write (default: "
@@ -1071,6 +1073,39 @@ out:
 	return res;
 }
 
+/* cp-in and cp-out: the host directory made absolute (box-sbfiles runs elsewhere). */
+static cJSON *op_cp(struct box_sandbox_ctx *s, struct box_err *err)
+{
+	int in = strcmp(s->op->name, "cp-in") == 0;
+	const char *host = box_json_get_str(s->req, "host_dir", NULL), *path;
+	char abs[PATH_MAX], cwd[PATH_MAX];
+	cJSON *res;
+
+	if (!s->p->copy)
+		return box_err_set(err, BOX_E_UNSUPPORTED, "provider %s cannot copy trees: %s is "
+				   "the local provider's", s->rec.provider, s->op->name), NULL;
+	if (!host || !*host)
+		return box_err_set(err, BOX_E_USAGE, "%s needs a HOST_DIR", s->op->name),
+		       box_err_path(err, "$.host_dir"), NULL;
+	if (host[0] != '/') {
+		if (!getcwd(cwd, sizeof(cwd)) ||
+		    box_fmt(abs, sizeof(abs), "%s/%s", cwd, host) < 0)
+			return box_err_set(err, BOX_E_INVALID, "HOST_DIR is too long"),
+			       box_err_path(err, "$.host_dir"), NULL;
+		host = abs;
+	}
+	if (ready(s, err) < 0 || !(path = req_path(s, NULL, err)))
+		return NULL;
+	res = s->p->copy(&s->ps, in, host, path, err);
+	if (!res)
+		return NULL;
+	cJSON_DeleteItemFromObjectCaseSensitive(res, "ok");
+	cJSON_AddStringToObject(res, "path", path);
+	cJSON_AddStringToObject(res, "host_dir", box_json_get_str(s->req, "host_dir", ""));
+	touch(s);
+	return result_of(s, res);
+}
+
 static cJSON *op_ls(struct box_sandbox_ctx *s, struct box_err *err)
 {
 	const char *path;
@@ -1547,6 +1582,10 @@ const struct box_sandbox_op box_sandbox_ops[] = {
 	{ .name = "write", .beside_exec = 1, .may_create = 1, .session = BOX_SANDBOX_SESSION_NEEDED,
 	  .run = op_write, .args = { "path" }, .content_from_stdin = 1,
 	  .usage = "SESSION PATH [--content TEXT] < DATA" },
+	{ .name = "cp-in", .may_create = 0, .session = BOX_SANDBOX_SESSION_NEEDED,
+	  .run = op_cp, .args = { "host_dir", "path" }, .usage = "SESSION HOST_DIR GUEST_DIR" },
+	{ .name = "cp-out", .may_create = 0, .session = BOX_SANDBOX_SESSION_NEEDED,
+	  .run = op_cp, .args = { "path", "host_dir" }, .usage = "SESSION GUEST_DIR HOST_DIR" },
 	{ .name = "ls", .beside_exec = 1, .may_create = 1, .session = BOX_SANDBOX_SESSION_NEEDED,
 	  .run = op_ls, .args = { "path" }, .usage = "SESSION PATH" },
 	{ .name = "pause", .may_create = 0, .session = BOX_SANDBOX_SESSION_NEEDED,

@@ -70,6 +70,11 @@ struct box_sbprov {
 	cJSON *(*write)(struct box_sbprov_session *s, const char *path, const void *data,
 			size_t n, struct box_err *err);
 	cJSON *(*list)(struct box_sbprov_session *s, const char *path, struct box_err *err);
+	/* cp-in (in 1: the host directory host to the guest directory path) and cp-out (in 0:
+	 * path to host), each target absent or empty; the result object as for the file API.
+	 * NULL: unsupported. */
+	cJSON *(*copy)(struct box_sbprov_session *s, int in, const char *host, const char *path,
+		       struct box_err *err);
 	/* A snapshot of the session: the result object (with "digest"), or NULL with err. */
 	cJSON *(*checkpoint)(struct box_sbprov_session *s, struct box_err *err);
 	/* With the instance stopped: replaces the session's kept state by snapshot digest of

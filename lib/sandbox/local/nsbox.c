@@ -1413,6 +1413,55 @@ static cJSON *local_write(struct box_sbprov_session *s, const char *path, const 
 	return o;
 }
 
+/* cp-in (in: the host's tree host to the guest's directory path, at most the room left under
+ * disk_bytes, given to the guest's root) and cp-out (the guest's path to the host's host, at
+ * most disk_bytes): box-sbfiles does the work, the guest's side resolved inside its root. */
+static cJSON *local_copy(struct box_sbprov_session *s, int in, const char *host,
+			 const char *path, struct box_err *err)
+{
+	int64_t disk = lim(s, "disk_bytes", BOX_SANDBOX_DEFAULT_DISK), max = disk;
+	char dir[PATH_MAX], maxs[32], owner[64] = "";
+	const char *rel, *args[8];
+	struct box_idmap ids;
+
+	if (file_target(s, path, dir, sizeof(dir), &rel, in, err) < 0)
+		return NULL;
+	if (in) {
+		struct box_nsbox_inst i;
+		struct box_err e;
+		int64_t used;
+
+		inst_of(s, &i);
+		box_err_init(&e);
+		used = box_nsbox_disk_used(s->sdir, i.pid, box_now_ms() + BOX_NSBOX_DISK_WALK_MS,
+					   &e);
+		if (used < 0)
+			return box_err_limit(err, BOX_E_LIMIT, "disk", disk, "bytes", "the session's "
+					     "files cannot be measured, so nothing more is written: "
+					     "%.300s", e.message), NULL;
+		max = disk - used;
+		if (max <= 0)
+			return box_err_limit(err, BOX_E_LIMIT, "disk", disk, "bytes", "the session's "
+					     "files fill disk_bytes (%lld bytes)", (long long)disk),
+			       NULL;
+		if (session_ids(s, &ids, err) < 0)
+			return NULL;
+		if (!ids_are_mine(&ids))
+			box_fmt(owner, sizeof(owner), "%u:%u", ids.uid, ids.gid);
+	}
+	box_fmt(maxs, sizeof(maxs), "%lld", (long long)max);
+	if (in) {
+		const char *a[] = { "cp-in", host, dir, rel, maxs, owner[0] ? owner : NULL, NULL };
+
+		memcpy(args, a, sizeof(a));
+	} else {
+		const char *a[] = { "cp-out", dir, rel, host, maxs, NULL };
+
+		memcpy(args, a, sizeof(a));
+	}
+	return box_nsbox_sbfiles_run(args, HELPER_TIMEOUT_MS, "timeout_ms", HELPER_OUT_MAX, err);
+}
+
 static cJSON *local_list(struct box_sbprov_session *s, const char *path, struct box_err *err)
 {
 	const char *rel;
@@ -1640,6 +1689,7 @@ const struct box_sbprov box_nsbox_provider = {
 	.stop_noted = local_stop_noted,
 	.exec = local_exec,
 	.read = local_read,
+	.copy = local_copy,
 	.write = local_write,
 	.list = local_list,
 	.checkpoint = local_checkpoint,
