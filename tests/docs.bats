@@ -309,8 +309,8 @@ word_in() {
 # an argument only those whose may_create is 1.
 sb_ops() {
 	sed -n '/^const struct box_sandbox_op box_sandbox_ops\[\] = {/,/^};/p' "$SRC/lib/sandbox/sandbox.c" |
-		grep -E '\.name = "[a-z]+"' | { if [ -n "${1:-}" ]; then grep '\.may_create = 1'; else cat; fi; } |
-		grep -oE '\.name = "[a-z]+"' | cut -d'"' -f2
+		grep -E '\.name = "[a-z-]+"' | { if [ -n "${1:-}" ]; then grep '\.may_create = 1'; else cat; fi; } |
+		grep -oE '\.name = "[a-z-]+"' | cut -d'"' -f2
 }
 
 @test "box-sandbox(1) OPERATIONS, its ensure-running rules and --op name the operation table" {
@@ -318,7 +318,7 @@ sb_ops() {
 	ops=$(sb_ops)
 	[ "$(wc -l <<<"$ops")" -ge 12 ]
 	documented=$(man_section "$man" OPERATIONS | grep -A1 '^\.TP' | grep -E '^\.BR? ' |
-		grep -oE '[a-z]+' | grep -vxE 'B|BR' | sort)
+		sed 's/\\-/-/g' | grep -oE '[a-z][a-z-]*' | grep -vxE 'B|BR' | sort)
 	[ "$documented" = "$(sort <<<"$ops")" ] || {
 		diff <(echo "$documented") <(sort <<<"$ops") >&2; false; }
 	# "no record: exec, read, ... create the session": the operations that may create

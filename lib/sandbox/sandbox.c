@@ -31,9 +31,9 @@
 #define LIST_MAX 1000
 
 const struct box_field box_sandbox_fields[] = {
-	{ "op", BOX_F_STRING, 0, 16, 0, "the operation (the first word: create exec read write ls "
-	  "pause resume status snapshot restore history delete list network expose unexpose)", "OP",
-	  0 },
+	{ "op", BOX_F_STRING, 0, 16, 0, "the operation (the first word: create exec read write cp-in "
+	  "cp-out ls pause resume status snapshot restore history delete list network expose "
+	  "unexpose)", "OP", 0 },
 	{ "session", BOX_F_STRING, 0, BOX_SBSTATE_ID_MAX, 's', "the session id (create makes one when "
 	  "absent)", "ID", 0 },
 	{ "provider", BOX_F_STRING, 0, BOX_SBSTATE_PROVIDER_MAX, 0, "provider of a new session: local "
