@@ -306,7 +306,6 @@ static cJSON *cp_result(const struct box_sbcp_stats *st, struct box_err *err)
 	cJSON *res = cJSON_CreateObject();
 
 	if (!res || !cJSON_AddTrueToObject(res, "ok") ||
-	    !box_json_add_int64(res, "entries", st->entries) ||
 	    !box_json_add_int64(res, "files", st->files) ||
 	    !box_json_add_int64(res, "dirs", st->dirs) ||
 	    !box_json_add_int64(res, "links", st->links) ||
