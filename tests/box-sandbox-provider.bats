@@ -367,3 +367,30 @@ make_session() {
 	[ "$status" -eq 8 ]
 	one_json_where '.error.code == "unsupported"'
 }
+
+@test "a streamed stdin reaches a plug-in as its stdin text, bounded; bytes or too much are refused, never dropped" {
+	make_session s1
+	run --separate-stderr box-sandbox exec s1 -- cat < <(printf 'piped\ntext\n')
+	assert_success
+	jqe '.op == "exec" and .stdin == "piped\ntext\n"' "$(request 2)"
+	# bytes that are not UTF-8 text: unsupported, the command not sent
+	clear_log
+	head -c 1000 /dev/urandom | { printf '\377'; cat; } >"$T/bin"
+	run --separate-stderr box-sandbox exec s1 -- cat <"$T/bin"
+	[ "$status" -eq 8 ]
+	one_json_where '.ok == false and .ran == false and .error.code == "unsupported"
+		and (.error.message | test("not UTF-8"))'
+	[ "$(ops)" = "status" ]
+	# over 16 MiB: limit_exceeded, the command not sent
+	clear_log
+	run --separate-stderr box-sandbox exec s1 -- cat < <(head -c $((16 * 1048576 + 1)) /dev/zero | tr '\0' a)
+	[ "$status" -eq 3 ]
+	one_json_where '.ok == false and .ran == false and .error.code == "limit_exceeded"
+		and (.error.message | test("16 MiB"))'
+	[ "$(ops)" = "status" ]
+	# --json never streams: its request came on stdin
+	clear_log
+	run --separate-stderr box-sandbox --json <<<'{"op": "exec", "session": "s1", "argv": ["cat"]}'
+	assert_success
+	jqe '.op == "exec" and (has("stdin") | not)' "$(request 2)"
+}

@@ -301,8 +301,11 @@ teardown() {
 	run_sb create --session o1 --max-output-bytes 100
 	sb_ok
 	run_sb exec o1 -- seq 1 10000
-	sb_ok '.truncated == true and .total_lines == 10000 and (.stdout | length) == 100
-		and (.full_output_path | type == "string")'
+	# 50 bytes of head and 50 of tail around the marker line
+	sb_ok '.truncated == true and .total_lines == 10000
+		and (.stdout | startswith("1\n2\n") and endswith("9999\n10000\n"))
+		and (.stdout | split("\n") | map(select(test("^\\[box-sandbox: [0-9]+ bytes cut here; "))) | length == 1)
+		and (.stdout | length) < 100 + 200 and (.full_output_path | type == "string")'
 	full=$(jq -r .full_output_path <<<"$output")
 	seq 1 10000 >"$T/want"
 	run -0 grep -c . "$full"

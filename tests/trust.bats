@@ -48,7 +48,7 @@ hostile() {
 	registry) echo "\"oci:$T/evil\"" ;;
 	lock | manifest) echo "\"$T/evil.lock\"" ;;
 	locks) echo "[\"$T/evil.lock\"]" ;;
-	export) echo "\"$T/pwned\"" ;;
+	export | output | host_dir) echo "\"$T/pwned\"" ;;
 	from_snapshot) echo "\"$T/evil\"" ;;
 	insecure | force) echo true ;;
 	max_timeout_ms) echo 86400000 ;;
@@ -71,7 +71,7 @@ nothing_left() {
 	run -0 operator_members box-run
 	assert_equal "$(echo $output)" "allow allow_private_network max_instructions max_output_bytes max_result_bytes max_write_bytes tools workspace"
 	run -0 operator_members box-sandbox
-	assert_equal "$(echo $output)" "allow_host deny_host env export from_snapshot guest_port idle_pause_after_seconds init input mount provider tools"
+	assert_equal "$(echo $output)" "allow_host deny_host env export from_snapshot guest_port host_dir idle_pause_after_seconds init input mount output provider tools"
 	run -0 operator_members box-pack
 	assert_equal "$(echo $output)" "dir force insecure registry"
 	run -0 operator_members box-pull

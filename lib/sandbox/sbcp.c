@@ -57,8 +57,16 @@ static int look_dir(struct look *l, int fd, size_t len, int depth, struct box_er
 		}
 		box_fmt(l->path + len, sizeof(l->path) - len, "%s%s", len ? "/" : "", de->d_name);
 		if (bad_name(de->d_name)) {
+			char shown[256];
+			size_t k;
+
+			/* the message is one line: the name as it is is in err->path */
+			box_fmt(shown, sizeof(shown), "%.250s", l->path);
+			for (k = 0; shown[k]; k++)
+				if ((unsigned char)shown[k] < 0x20 || shown[k] == 0x7f)
+					shown[k] = '?';
 			box_err_set(err, BOX_E_INVALID, "a name holds a control character (a newline?): "
-				    "%.200s", l->path);
+				    "%s", shown);
 			rc = -1;
 		} else if (++l->st->entries > BOX_ARCHIVE_MAX_ENTRIES) {
 			box_err_limit(err, BOX_E_LIMIT, "entries", BOX_ARCHIVE_MAX_ENTRIES, "entries",
