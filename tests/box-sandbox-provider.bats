@@ -390,7 +390,7 @@ make_session() {
 	[ "$(ops)" = "status" ]
 	# --json never streams: its request came on stdin
 	clear_log
-	run --separate-stderr box-sandbox --json <<<'{"op": "exec", "session": "s1", "argv": ["cat"]}'
+	run --separate-stderr box-sandbox --json --session s1 <<<'{"op": "exec", "session": "s1", "argv": ["cat"]}'
 	assert_success
 	jqe '.op == "exec" and (has("stdin") | not)' "$(request 2)"
 }

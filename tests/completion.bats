@@ -50,7 +50,7 @@ complete_sb() {
 # the operation names of box_sandbox_ops in lib/sandbox/sandbox.c
 table_ops() {
 	sed -n '/^const struct box_sandbox_op box_sandbox_ops\[\] = {/,/^};/p' \
-		"$BOX_SRCDIR/lib/sandbox/sandbox.c" | grep -oE '\.name = "[a-z]+"' | cut -d'"' -f2
+		"$BOX_SRCDIR/lib/sandbox/sandbox.c" | grep -oE '\.name = "[a-z-]+"' | cut -d'"' -f2
 }
 
 @test "box-sandbox completion offers the operations of the operation table, and only those" {

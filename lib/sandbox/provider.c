@@ -319,7 +319,8 @@ static int plugin_stdin(int fd, cJSON *o, struct box_err *err)
 			    "takes stdin as text (use the local provider for bytes)");
 		goto out;
 	}
-	if (!cJSON_AddStringToObject(o, "stdin", b.data)) {
+	/* an empty stream (/dev/null, say) is no stdin, as without one */
+	if (b.len > 1 && !cJSON_AddStringToObject(o, "stdin", b.data)) {
 		box_err_set(err, BOX_E_INTERNAL, "out of memory");
 		goto out;
 	}
