@@ -273,8 +273,58 @@ static void test_output_error(void)
 	box_sbexec_result_release(&r);
 }
 
+/* box_sbexec_set_cut_output: head, the marker line, tail; character boundaries kept */
+static void test_cut_output(void)
+{
+	struct box_sbexec_result r;
+	struct box_err e;
+	cJSON *o, *in;
+
+	box_sbexec_result_init(&r);
+	box_err_init(&e);
+	ok(box_sbexec_set_cut_output(&r, 1, "head", 4, "tail\n", 5, 100, "/logs/exec-1-2.log",
+				     &e) == 0, "a cut stream is kept");
+	is_str(r.out.data, "head\n[box-sandbox: 91 bytes cut here; the whole output is in "
+	       "/logs/exec-1-2.log]\ntail\n", "head, a newline, the marker with the bytes left out, "
+	       "tail");
+	ok(!r.lossy, "... and nothing is lossy");
+	ok(box_sbexec_set_cut_output(&r, 2, "a\n", 2, "b", 1, 10, NULL, &e) == 0, "stderr too");
+	is_str(r.err.data, "a\n[box-sandbox: 7 bytes cut here; the whole output is in nowhere]\nb",
+	       "a head ending in a newline gets none more; no log is \"nowhere\"");
+	/* "é" is c3 a9: the head ends inside one, the tail starts inside another */
+	ok(box_sbexec_set_cut_output(&r, 1, "x\xc3\xa9y\xc3", 5, "\xa9z", 2, 20, "/l", &e) == 0,
+	   "characters split at either cut");
+	is_str(r.out.data, "x\xc3\xa9y\n[box-sandbox: 15 bytes cut here; the whole output is in "
+	       "/l]\nz", "... are dropped whole, counted among the bytes cut, never made U+FFFD");
+	ok(!r.lossy, "... and nothing is lossy");
+	ok(box_sbexec_set_cut_output(&r, 1, NULL, 0, NULL, 0, 5, NULL, &e) == 0,
+	   "max_output_bytes 0");
+	is_str(r.out.data, "[box-sandbox: 5 bytes cut here; the whole output is in nowhere]\n",
+	       "... keeps the marker alone");
+	r.full_output_path = strdup("/s/logs/exec-1-2.log");
+	r.full_output_log = strdup("/logs/exec-1-2.log");
+	o = box_sbexec_to_json(&r);
+	is_str(box_json_get_str(o, "full_output_log", ""), "/logs/exec-1-2.log",
+	       "full_output_log is rendered");
+	box_sbexec_result_release(&r);
+	box_sbexec_result_init(&r);
+	{
+		/* as printed (the streams are rendered raw until then) */
+		char *text = cJSON_PrintUnformatted(o);
+
+		in = box_json_parse(text, strlen(text), &e);
+		cJSON_free(text);
+	}
+	ok(box_sbexec_from_json(&r, in, &e) == 0 && r.full_output_log &&
+	   strcmp(r.full_output_log, "/logs/exec-1-2.log") == 0, "... and read back from a plug-in");
+	cJSON_Delete(in);
+	cJSON_Delete(o);
+	box_sbexec_result_release(&r);
+}
+
 int main(void)
 {
+	test_cut_output();
 	test_classify();
 	test_judge();
 	test_render();
