@@ -934,8 +934,10 @@ static cJSON *op_exec(struct box_sandbox_ctx *s, struct box_err *err)
 	}
 	if (run_exec_unlocked(s, &e, &r, err) < 0) {
 		/* the instance died between the check and the exec: replace it, once (only when
-		 * the command did not run, and with the record's lock again) */
-		if (r.ran || err->code != BOX_E_NOT_FOUND || !s->p->retry_gone || s->lockfd < 0) {
+		 * the command did not run, and with the record's lock again; never with a streamed
+		 * stdin, which may have been read already and cannot be given again) */
+		if (r.ran || err->code != BOX_E_NOT_FOUND || !s->p->retry_gone || s->lockfd < 0 ||
+		    (!e.stdin_data && s->io && s->io->stream_stdin)) {
 			res = exec_failure(s->id, r.ran, err);
 			goto out;
 		}
