@@ -35,7 +35,7 @@ no_leftovers() {
 	assert_output ""
 }
 
-@test "exec streams a piped stdin: text, binary bytes, EOF; --stdin wins; a command that stops reading ends" {
+@test "exec streams a piped stdin: text, binary bytes, EOF; --stdin wins; a command that stops reading ends; never --json or a terminal" {
 	mk i1
 	run --separate-stderr box-sandbox exec i1 -- cat < <(echo piped)
 	sb_ok '.stdout == "piped\n"'
@@ -54,6 +54,12 @@ no_leftovers() {
 	# a --json request came on stdin: its command reads /dev/null
 	run --separate-stderr box-sandbox --json --session i1 <<<'{"op": "exec", "session": "i1", "argv": ["wc", "-c"]}'
 	sb_ok '.stdout == "0\n"'
+	# a terminal is never streamed: the command reads /dev/null (script gives a pty)
+	command -v script >/dev/null && script -qec true /dev/null </dev/null >/dev/null 2>&1 ||
+		skip "no script(1) or no pseudo-terminal here"
+	run timeout 60 script -qec "box-sandbox exec i1 -- sh -c 'wc -c; readlink /proc/self/fd/0'" /dev/null </dev/null
+	assert_equal "$status" 0
+	assert_equal "$(tr -d '\r' <<<"$output" | jq -r .stdout)" "$(printf '0\n/dev/null')"
 }
 
 @test "200 MB of stdin through cat | sha256sum in the guest, with a small peak RSS" {
