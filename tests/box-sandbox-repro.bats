@@ -22,6 +22,8 @@ hist() {
 }
 
 @test "every exec result carries a provenance, the same for the same request" {
+	# the host's own system directories, walked for real
+	unset BOX_SBREPRO_ROOTS
 	run_sb exec r1 -- echo same
 	sb_ok '.provenance | (.box_version | length > 0) and (.kernel | length > 0)
 		and (.request_sha256 | test("^sha256:[0-9a-f]{64}$"))
@@ -74,40 +76,56 @@ hist() {
 	assert_equal "$names" "$(jq -c '[.tools[].name]' "$BATS_TEST_DIRNAME/fixtures/tools/tools.json")"
 }
 
-@test "the rootfs digest is computed once and cached for the next sessions and state dirs" {
-	local cache=$T/cache/box/rootfs.json d1 ino at
+@test "the rootfs digest is walked once per session; a file changed in place deep down is seen by the next" {
+	local fake=$T/fake d1 d2 ino t sf=$BOX_STATE_DIR/sandboxes/c1/rootfs.json bad i
+	mkdir -p "$fake/usr/lib/x/y" "$fake/etc"
+	echo one >"$fake/usr/lib/x/y/f"
+	echo conf >"$fake/etc/c"
+	BOX_SBREPRO_ROOTS=$fake/usr:$fake/etc
+	export BOX_SBREPRO_ROOTS
+	# create begins the walk: the digest is there before any exec asks for it
+	run_sb create --session c1
+	sb_ok
+	for i in $(seq 1 300); do [ -s "$sf" ] && break; sleep 0.1; done
+	jq -e '.version == 2 and (.digest | test("^sha256:[0-9a-f]{64}$")) and .entries == 5
+		and .complete == true and .walk_ms >= 0' "$sf"
+	d1=$(jq -r .digest "$sf")
+	ino=$(stat -c %i "$sf")
 	run_sb exec c1 -- true
-	sb_ok
-	d1=$(jq -r .provenance.rootfs.sha256 <<<"$output")
-	[ -f "$cache" ]
-	jq -e --arg d "$d1" '.version == 1 and .digest == $d and .complete == true and .walk_ms >= 0
-		and (.dirs | length > 3) and (.key | test("^sha256:"))' "$cache"
-	ino=$(stat -c %i "$cache")
-	at=$(jq -r .computed_at "$cache")
-	# a second session in another state dir: the cache answers, nothing is walked or written
-	BOX_STATE_DIR=$T/state2 run_sb exec c2 -- true
-	sb_ok
-	jq -e --arg d "$d1" '.provenance.rootfs.sha256 == $d' <<<"$output"
-	assert_equal "$(stat -c %i "$cache")" "$ino"
-	assert_equal "$(jq -r .computed_at "$cache")" "$at"
-	BOX_STATE_DIR=$T/state2 box-sandbox delete c2 >/dev/null
-	# a key that no longer holds (the host changed) is walked again, to the same digest
-	jq '.key = "sha256:" + ("0" * 64)' "$cache" >"$T/c" && mv "$T/c" "$cache"
+	sb_ok '.provenance.rootfs == {"sha256": "'"$d1"'", "entries": 5, "complete": true}'
+	# the next execs read it: nothing is walked or written again
 	run_sb exec c1 -- true
-	sb_ok
-	jq -e --arg d "$d1" '.provenance.rootfs.sha256 == $d' <<<"$output"
-	jq -e '.key != "sha256:" + ("0" * 64)' "$cache"
-	# a cache that is garbage, or names a digest of the wrong form, is walked again too
-	for bad in 'garbage' '{"version": 1, "key": 3, "digest": "x", "dirs": "no"}' \
-		"$(jq -c '.digest = "sha256:zz"' "$cache")"; do
-		printf '%s' "$bad" >"$cache"
+	sb_ok '.provenance.rootfs.sha256 == "'"$d1"'"'
+	assert_equal "$(stat -c %i "$sf")" "$ino"
+	# a file changed in place three levels down, same size, its directories' times put back
+	t=$(stat -c %y "$fake/usr/lib/x" "$fake/usr/lib/x/y")
+	sleep 0.05
+	echo two >"$fake/usr/lib/x/y/f"
+	touch -d "$(sed -n 1p <<<"$t")" "$fake/usr/lib/x"
+	touch -d "$(sed -n 2p <<<"$t")" "$fake/usr/lib/x/y"
+	assert_equal "$(stat -c %y "$fake/usr/lib/x" "$fake/usr/lib/x/y")" "$t"
+	# the session keeps the digest it was created with
+	run_sb exec c1 -- true
+	sb_ok '.provenance.rootfs.sha256 == "'"$d1"'"'
+	# a new session sees the change, in this state dir or another
+	run_sb exec c2 -- true
+	sb_ok '.provenance.rootfs.sha256 != "'"$d1"'" and .provenance.rootfs.entries == 5'
+	d2=$(jq -r .provenance.rootfs.sha256 <<<"$output")
+	BOX_STATE_DIR=$T/state2 run_sb exec c3 -- true
+	sb_ok '.provenance.rootfs.sha256 == "'"$d2"'"'
+	BOX_STATE_DIR=$T/state2 box-sandbox delete c3 >/dev/null
+	# a session file that is garbage, or of the wrong form, is walked again (the host as now)
+	for bad in 'garbage' '{"version": 2, "digest": "sha256:zz"}' \
+		"$(jq -c '.version = 1' "$sf")"; do
+		printf '%s' "$bad" >"$sf"
 		run_sb exec c1 -- true
-		sb_ok
-		jq -e --arg d "$d1" '.provenance.rootfs.sha256 == $d' <<<"$output"
-		jq -e --arg d "$d1" '.digest == $d' "$cache"
+		sb_ok '.provenance.rootfs.sha256 == "'"$d2"'"'
+		jq -e --arg d "$d2" '.digest == $d' "$sf"
 	done
-	# no temp file is left beside the cache
-	assert_equal "$(ls "$T/cache/box")" "rootfs.json"
+	# no temp file is left beside it, nor any walker
+	assert_equal "$(ls "$BOX_STATE_DIR/sandboxes/c1" | grep rootfs | tr '\n' ' ')" "rootfs.json rootfs.lock "
+	for i in $(seq 1 100); do pgrep -x box-rootfs >/dev/null || break; sleep 0.1; done
+	! pgrep -x box-rootfs
 }
 
 @test "history keeps the last 50 execs, oldest first, atomically replaced" {

@@ -8,6 +8,7 @@
 #include "cassette.h"
 #include "json.h"
 #include "provenance.h"
+#include "sha256.h"
 #include "vm.h"
 #include "tap.h"
 
@@ -75,6 +76,20 @@ int main(void)
 	ok(box_digest_sha256("abc", 3, d, &e) == 0, "sha256 through libcrypto loaded on demand");
 	is_str(d, "sha256:ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad",
 	       "sha256 of abc");
+	/* every length around the block edges, and one of several MiB, as libcrypto's EVP says */
+	{
+		size_t lens[] = { 0, 1, 55, 56, 63, 64, 65, 119, 120, 128, 1000, (size_t)5 << 20 };
+		char *big = malloc((size_t)5 << 20), hex[BOX_SHA256_HEX_LEN + 1];
+		int same = 1;
+
+		for (size_t i = 0; big && i < ((size_t)5 << 20); i++)
+			big[i] = (char)(i * 31 + 7);
+		for (size_t i = 0; big && i < sizeof(lens) / sizeof(lens[0]); i++)
+			same &= box_digest_sha256(big, lens[i], d, &e) == 0 &&
+				box_sha256_buf(big, lens[i], hex, &e) == 0 && !strcmp(d + 7, hex);
+		ok(big && same, "sha256 of 12 lengths up to 5 MiB equals EVP's");
+		free(big);
+	}
 
 	/* a recording, written and read back */
 	box_cassette_init(&c, 1 << 20);
