@@ -161,6 +161,53 @@ hist() {
 	sb_ok '.history[0].request.argv == ["echo", "56"]'
 }
 
+# history_whole FILE: FILE is absent, or whole lines each a JSON object
+history_whole() {
+	[ -e "$1" ] || return 0
+	[ ! -s "$1" ] || [ "$(tail -c 1 "$1" | od -An -tx1 | tr -d ' ')" = 0a ]
+	jq -e -s 'all(type == "object")' "$1" >/dev/null
+}
+
+@test "history survives its writer killed at any moment: whole JSON lines, the session usable" {
+	# BOX_HISTORY_KILLS=500 for a longer run by hand
+	local i n=${BOX_HISTORY_KILLS:-30} pid t0 ms f=$BOX_STATE_DIR/sandboxes/k1/history.jsonl
+	local pad
+	pad=$(head -c 3000 /dev/zero | tr '\0' p)
+	run_sb exec k1 -- echo start
+	sb_ok
+	# the kills are spread over the time of a whole exec (entries of 3 kB make the history's
+	# rewrite a good part of it)
+	t0=$(date +%s%N)
+	box-sandbox exec k1 --command "echo 0 # $pad" >/dev/null
+	ms=$(( ($(date +%s%N) - t0) / 1000000 + 5 ))
+	for i in $(seq 1 "$n"); do
+		box-sandbox exec k1 --command "echo $i # $pad" >/dev/null 2>&1 &
+		pid=$!
+		sleep "$(awk -v r="$RANDOM" -v ms="$ms" 'BEGIN { printf "%.4f", r / 32768 * ms / 1000 }')"
+		kill -9 "$pid" 2>/dev/null || true
+		wait "$pid" || true
+		history_whole "$f"
+		run_sb history k1
+		sb_ok
+	done
+	# the session runs on, and its history takes the next exec
+	run_sb exec k1 -- echo final
+	sb_ok
+	history_whole "$f"
+	run_sb history k1 --limit 1
+	sb_ok '.history[0].request.argv == ["echo", "final"]'
+	# what a writer killed before its rename left is swept by the next exec once a minute old
+	# (a young one may be a live writer's)
+	local d=${f%/*}
+	echo "# temp files left by the kills: $(find "$d" -maxdepth 1 -name '.box-*.tmp' | wc -l)" >&3
+	echo x >"$d/.box-0000000000000000.tmp"
+	find "$d" -maxdepth 1 -name '.box-*.tmp' -exec touch -d '2 minutes ago' {} +
+	echo y >"$d/.box-1111111111111111.tmp"
+	run_sb exec k1 -- true
+	sb_ok
+	assert_equal "$(find "$d" -maxdepth 1 -name '.box-*.tmp' -printf '%f ')" ".box-1111111111111111.tmp "
+}
+
 @test "history keeps within its byte cap (disk_bytes / 16); large requests keep only digests" {
 	local i big
 	run_sb create --session b1 --disk-bytes 1048576

@@ -549,6 +549,37 @@ static char *entry_text(const cJSON *entry, int64_t max_bytes, struct box_err *e
 	return s;
 }
 
+/* Removes the temp files (.box-*.tmp, lib/core/atomic.c) of the session directory dfd that
+ * are older than TEMP_STALE_S: what a writer killed between its temp file and its rename left
+ * (history, rootfs.json, the network rules). A writer holds its temp file for milliseconds. */
+#define TEMP_STALE_S 60
+
+static void sweep_temps(int dfd)
+{
+	int fd = dup(dfd);
+	DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+	struct dirent *e;
+	struct stat st;
+	size_t n;
+	time_t now = time(NULL);
+
+	if (!d) {
+		if (fd >= 0)
+			close(fd);
+		return;
+	}
+	while ((e = readdir(d))) {
+		n = strlen(e->d_name);
+		if (strncmp(e->d_name, ".box-", 5) != 0 || n < 10 ||
+		    strcmp(e->d_name + n - 4, ".tmp") != 0)
+			continue;
+		if (fstatat(dfd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode) &&
+		    st.st_mtime < now - TEMP_STALE_S)
+			unlinkat(dfd, e->d_name, 0);
+	}
+	closedir(d);
+}
+
 int box_sbrepro_history_add(const char *sdir, const cJSON *entry, int64_t max_bytes,
 			    struct box_err *err)
 {
@@ -594,6 +625,7 @@ int box_sbrepro_history_add(const char *sdir, const cJSON *entry, int64_t max_by
 	    box_buf_append(&out, line, len, err) < 0 || box_buf_append(&out, "\n", 1, err) < 0)
 		goto out;
 	rc = box_atomic_replace(dfd, BOX_SBREPRO_HISTORY_FILE, out.data, out.len, 0600, err);
+	sweep_temps(dfd);
 out:
 	if (dfd >= 0)
 		close(dfd);

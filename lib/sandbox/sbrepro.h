@@ -68,7 +68,9 @@ cJSON *box_sbrepro_tools(const char *path, struct box_err *err);
  * Appends entry (borrowed) as one line to sdir's history, replacing the file atomically
  * (temp file + rename): the oldest lines are dropped so that at most BOX_SBREPRO_HISTORY_MAX
  * lines and max_bytes bytes are kept. An entry larger than a quarter of max_bytes is kept
- * without its argv, command and stdin (their digests stay). 0, or -1 with err.
+ * without its argv, command and stdin (their digests stay). Temp files of the session
+ * directory older than a minute (left by a writer killed before its rename) are removed.
+ * 0, or -1 with err.
  */
 int box_sbrepro_history_add(const char *sdir, const cJSON *entry, int64_t max_bytes,
 			    struct box_err *err);
