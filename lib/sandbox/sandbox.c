@@ -661,7 +661,6 @@ static int create_session(struct box_sandbox_ctx *s, struct box_err *err)
 	s->created = 1;
 	if (save_runtime(s, err) < 0)
 		goto undo;
-	box_sbrepro_rootfs_start(s->sdir);
 	if (cJSON_GetArraySize(s->rec.init) > 0)
 		return run_init(s, err);   /* on failure the session stays: the next operation
 					    * retries init */

@@ -5,10 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/prctl.h>
-#include <sys/syscall.h>
 #include <sys/utsname.h>
-#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -307,7 +304,7 @@ int box_sbrepro_rootfs_session(const char *sdir, struct box_sbrepro_rootfs *out,
 		close(dfd);
 		return 0;
 	}
-	/* one walk per session: a walk under way (started with the session) is waited for */
+	/* one walk per session: another's under way is waited for */
 	lk = box_lock_open(dfd, ROOTFS_LOCK, 1, ROOTFS_WAIT_MS, err);
 	if (lk < 0) {
 		close(dfd);
@@ -318,40 +315,6 @@ int box_sbrepro_rootfs_session(const char *sdir, struct box_sbrepro_rootfs *out,
 	close(lk);
 	close(dfd);
 	return rc;
-}
-
-void box_sbrepro_rootfs_start(const char *sdir)
-{
-	struct box_sbrepro_rootfs r;
-	struct box_err e;
-	pid_t p = fork(), q;
-	int fd;
-
-	if (p != 0) {
-		if (p > 0)
-			waitpid(p, NULL, 0);
-		return;
-	}
-	/* a grandchild in a session of its own: none of the caller's descriptors (its locks,
-	 * its stdout) stays open, and nothing waits for it */
-	q = setsid() < 0 ? -1 : fork();
-	if (q != 0)
-		_exit(0);
-	if (syscall(SYS_close_range, 3, ~0U, 0) < 0)
-		for (fd = 3; fd < 1024; fd++)
-			close(fd);
-	fd = open("/dev/null", O_RDWR | O_CLOEXEC);
-	if (fd >= 0) {
-		dup2(fd, 0);
-		dup2(fd, 1);
-		dup2(fd, 2);
-		if (fd > 2)
-			close(fd);
-	}
-	prctl(PR_SET_NAME, "box-rootfs");
-	box_err_init(&e);
-	(void)box_sbrepro_rootfs_session(sdir, &r, &e);
-	_exit(0);
 }
 
 /* ---- provenance ---- */

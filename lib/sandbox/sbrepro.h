@@ -35,20 +35,14 @@ int box_sbrepro_rootfs(struct box_sbrepro_rootfs *out, struct box_err *err);
 
 /*
  * The session's rootfs digest: the one in sdir/rootfs.json, else a walk
- * (box_sbrepro_rootfs) written there, so that a session walks once, at its first use
- * (box_sbrepro_rootfs_start begins it with the session), and every later exec reads one
- * small file: no stat of the host's trees. Nothing is shared between sessions: a file
+ * (box_sbrepro_rootfs) written there, so that a session walks once, at its first use (its
+ * first exec), and every later exec reads one small file: no stat of the host's trees. Nothing is shared between sessions: a file
  * changed anywhere below the roots is seen by the next session. A walk under way for the
  * session (sdir/rootfs.lock) is waited for. Returns 0, or -1 with err (conflict when the
  * wait passed 10 minutes).
  */
 int box_sbrepro_rootfs_session(const char *sdir, struct box_sbrepro_rootfs *out,
 			       struct box_err *err);
-
-/* Begins the session's walk (box_sbrepro_rootfs_session) in a process of its own, detached
- * (its own session, stdio on /dev/null, no other descriptor of the caller), so that it is
- * done, or under way, when the first exec needs it. Called when a session is created. */
-void box_sbrepro_rootfs_start(const char *sdir);
 
 /*
  * The provenance object of an exec: {"box_version", "kernel", "request_sha256" (of the
