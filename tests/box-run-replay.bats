@@ -221,3 +221,50 @@ record_run() {
 		"$T/tr.jsonl"
 	assert_success
 }
+
+@test "a replay answers its calls in the VM: same results, counts and call numbers as through the broker" {
+	local loop n=3000
+	printf 'x\n' >"$WS/f"
+	loop="local s = 0
+	for i = 1, $n do
+		if fs.exists(i == 2000 and (CHANGED or '/f') or '/f') then s = s + 1 end
+		if i % 1000 == 0 then fs.read('/f'); os.time() end
+	end
+	return s"
+	run_box -w "$WS" --record "$T/loop.jsonl" -e "CHANGED = nil $loop"
+	assert_success
+	printf '%s\n' "$output" >"$T/live.json"
+	jq -e --argjson n "$n" '.result == $n and .stats.host_calls == $n + 6' "$T/live.json"
+	rm -rf "$WS"
+	# the same result, and every call counted (they were answered without the broker)
+	run_box --replay "$T/loop.jsonl" -e "CHANGED = nil $loop"
+	assert_success
+	cmp <(jq -c 'del(.stats)' "$T/live.json") <(jq -c 'del(.stats)' <<<"$output")
+	jq -e --argjson n "$n" '.stats.host_calls == $n + 6' <<<"$output"
+	# without a round trip each: the VM sends two frames in all (the count and its result)
+	if strace -f -o /dev/null true 2>/dev/null; then
+		strace -f -c -e trace=sendmsg -o "$T/sc" "$(command -v box-run)" --replay "$T/loop.jsonl" \
+			-e "CHANGED = nil $loop" >/dev/null
+		[ "$(awk '$NF == "sendmsg" { print $4 }' "$T/sc")" -lt 10 ]
+	fi
+	# traced, the broker answers each call: the same result, one line a call
+	run_box --replay "$T/loop.jsonl" --trace "$T/trace.jsonl" -e "CHANGED = nil $loop"
+	assert_success
+	cmp <(jq -c 'del(.stats)' "$T/live.json") <(jq -c 'del(.stats)' <<<"$output")
+	assert_equal "$(wc -l <"$T/trace.jsonl")" "$((n + 6))"
+	# a call that differs late names its number as the broker counts it (1999 exists, the
+	# read and clock of i = 1000, then this one), traced or not
+	run_box --replay "$T/loop.jsonl" -e "CHANGED = '/g' $loop"
+	assert_failure 9
+	jq -e '.error.code == "replay_diverged" and (.error.message | test("^call 2002: .*fs.exists.*/g.*recording has .*/f"))' <<<"$output"
+	run_box --replay "$T/loop.jsonl" --trace "$T/trace2.jsonl" -e "CHANGED = '/g' $loop"
+	assert_failure 9
+	jq -e '.error.message | test("^call 2002: ")' <<<"$output"
+	# fewer calls: the count includes those answered in the VM
+	run_box --replay "$T/loop.jsonl" -e "for i = 1, 1500 do fs.exists('/f') end"
+	assert_failure 9
+	jq -e '.error.message | test("call 1001: .*fs.exists.*recording has .*fs.read")' <<<"$output"
+	run_box --replay "$T/loop.jsonl" -e "for i = 1, 999 do fs.exists('/f') end"
+	assert_failure 9
+	jq -e '.error.message | test("ended after 999 calls, the recording has 3006")' <<<"$output"
+}

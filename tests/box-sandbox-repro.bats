@@ -7,9 +7,6 @@ load helpers
 setup() {
 	[ "$(id -u)" = 0 ] || skip "needs root (cgroups and namespaces as set up in CI)"
 	sb_setup
-	# a cache of this test's own, so that its walks and hits can be seen
-	XDG_CACHE_HOME=$T/cache
-	export XDG_CACHE_HOME
 }
 
 teardown() {
@@ -22,6 +19,8 @@ hist() {
 }
 
 @test "every exec result carries a provenance, the same for the same request" {
+	# the host's own system directories, walked for real
+	unset BOX_SBREPRO_ROOTS
 	run_sb exec r1 -- echo same
 	sb_ok '.provenance | (.box_version | length > 0) and (.kernel | length > 0)
 		and (.request_sha256 | test("^sha256:[0-9a-f]{64}$"))
@@ -74,40 +73,53 @@ hist() {
 	assert_equal "$names" "$(jq -c '[.tools[].name]' "$BATS_TEST_DIRNAME/fixtures/tools/tools.json")"
 }
 
-@test "the rootfs digest is computed once and cached for the next sessions and state dirs" {
-	local cache=$T/cache/box/rootfs.json d1 ino at
+@test "the rootfs digest is walked once per session; a file changed in place deep down is seen by the next" {
+	local fake=$T/fake d1 d2 ino t sf=$BOX_STATE_DIR/sandboxes/c1/rootfs.json bad i
+	mkdir -p "$fake/usr/lib/x/y" "$fake/etc"
+	echo one >"$fake/usr/lib/x/y/f"
+	echo conf >"$fake/etc/c"
+	BOX_SBREPRO_ROOTS=$fake/usr:$fake/etc
+	export BOX_SBREPRO_ROOTS
+	# the first exec walks, and keeps the digest in the session's directory
 	run_sb exec c1 -- true
 	sb_ok
-	d1=$(jq -r .provenance.rootfs.sha256 <<<"$output")
-	[ -f "$cache" ]
-	jq -e --arg d "$d1" '.version == 1 and .digest == $d and .complete == true and .walk_ms >= 0
-		and (.dirs | length > 3) and (.key | test("^sha256:"))' "$cache"
-	ino=$(stat -c %i "$cache")
-	at=$(jq -r .computed_at "$cache")
-	# a second session in another state dir: the cache answers, nothing is walked or written
-	BOX_STATE_DIR=$T/state2 run_sb exec c2 -- true
-	sb_ok
-	jq -e --arg d "$d1" '.provenance.rootfs.sha256 == $d' <<<"$output"
-	assert_equal "$(stat -c %i "$cache")" "$ino"
-	assert_equal "$(jq -r .computed_at "$cache")" "$at"
-	BOX_STATE_DIR=$T/state2 box-sandbox delete c2 >/dev/null
-	# a key that no longer holds (the host changed) is walked again, to the same digest
-	jq '.key = "sha256:" + ("0" * 64)' "$cache" >"$T/c" && mv "$T/c" "$cache"
+	jq -e '.version == 2 and (.digest | test("^sha256:[0-9a-f]{64}$")) and .entries == 5
+		and .complete == true and .walk_ms >= 0' "$sf"
+	d1=$(jq -r .digest "$sf")
+	ino=$(stat -c %i "$sf")
+	jqe '.provenance.rootfs == {"sha256": "'"$d1"'", "entries": 5, "complete": true}'
+	# the next execs read it: nothing is walked or written again
 	run_sb exec c1 -- true
-	sb_ok
-	jq -e --arg d "$d1" '.provenance.rootfs.sha256 == $d' <<<"$output"
-	jq -e '.key != "sha256:" + ("0" * 64)' "$cache"
-	# a cache that is garbage, or names a digest of the wrong form, is walked again too
-	for bad in 'garbage' '{"version": 1, "key": 3, "digest": "x", "dirs": "no"}' \
-		"$(jq -c '.digest = "sha256:zz"' "$cache")"; do
-		printf '%s' "$bad" >"$cache"
+	sb_ok '.provenance.rootfs.sha256 == "'"$d1"'"'
+	assert_equal "$(stat -c %i "$sf")" "$ino"
+	# a file changed in place three levels down, same size, its directories' times put back
+	t=$(stat -c %y "$fake/usr/lib/x" "$fake/usr/lib/x/y")
+	sleep 0.05
+	echo two >"$fake/usr/lib/x/y/f"
+	touch -d "$(sed -n 1p <<<"$t")" "$fake/usr/lib/x"
+	touch -d "$(sed -n 2p <<<"$t")" "$fake/usr/lib/x/y"
+	assert_equal "$(stat -c %y "$fake/usr/lib/x" "$fake/usr/lib/x/y")" "$t"
+	# the session keeps the digest it was created with
+	run_sb exec c1 -- true
+	sb_ok '.provenance.rootfs.sha256 == "'"$d1"'"'
+	# a new session sees the change, in this state dir or another
+	run_sb exec c2 -- true
+	sb_ok '.provenance.rootfs.sha256 != "'"$d1"'" and .provenance.rootfs.entries == 5'
+	d2=$(jq -r .provenance.rootfs.sha256 <<<"$output")
+	BOX_STATE_DIR=$T/state2 run_sb exec c3 -- true
+	sb_ok '.provenance.rootfs.sha256 == "'"$d2"'"'
+	BOX_STATE_DIR=$T/state2 box-sandbox delete c3 >/dev/null
+	# a session file that is garbage, or of the wrong form, is walked again (the host as now)
+	for bad in 'garbage' '{"version": 2, "digest": "sha256:zz"}' \
+		"$(jq -c '.version = 1' "$sf")"; do
+		printf '%s' "$bad" >"$sf"
 		run_sb exec c1 -- true
-		sb_ok
-		jq -e --arg d "$d1" '.provenance.rootfs.sha256 == $d' <<<"$output"
-		jq -e --arg d "$d1" '.digest == $d' "$cache"
+		sb_ok '.provenance.rootfs.sha256 == "'"$d2"'"'
+		jq -e --arg d "$d2" '.digest == $d' "$sf"
 	done
-	# no temp file is left beside the cache
-	assert_equal "$(ls "$T/cache/box")" "rootfs.json"
+	# no temp file is left beside it
+	assert_equal "$(ls -A "$BOX_STATE_DIR/sandboxes/c1" | grep -c '\.tmp$')" 0
+	assert_equal "$(ls "$BOX_STATE_DIR/sandboxes/c1" | grep rootfs | tr '\n' ' ')" "rootfs.json rootfs.lock "
 }
 
 @test "history keeps the last 50 execs, oldest first, atomically replaced" {
@@ -141,6 +153,53 @@ hist() {
 	assert_equal "$(hist h1 | wc -l)" 50
 	run_sb history h1 --limit 1
 	sb_ok '.history[0].request.argv == ["echo", "56"]'
+}
+
+# history_whole FILE: FILE is absent, or whole lines each a JSON object
+history_whole() {
+	[ -e "$1" ] || return 0
+	[ ! -s "$1" ] || [ "$(tail -c 1 "$1" | od -An -tx1 | tr -d ' ')" = 0a ]
+	jq -e -s 'all(type == "object")' "$1" >/dev/null
+}
+
+@test "history survives its writer killed at any moment: whole JSON lines, the session usable" {
+	# BOX_HISTORY_KILLS=500 for a longer run by hand
+	local i n=${BOX_HISTORY_KILLS:-30} pid t0 ms f=$BOX_STATE_DIR/sandboxes/k1/history.jsonl
+	local pad
+	pad=$(head -c 3000 /dev/zero | tr '\0' p)
+	run_sb exec k1 -- echo start
+	sb_ok
+	# the kills are spread over the time of a whole exec (entries of 3 kB make the history's
+	# rewrite a good part of it)
+	t0=$(date +%s%N)
+	box-sandbox exec k1 --command "echo 0 # $pad" >/dev/null
+	ms=$(( ($(date +%s%N) - t0) / 1000000 + 5 ))
+	for i in $(seq 1 "$n"); do
+		box-sandbox exec k1 --command "echo $i # $pad" >/dev/null 2>&1 &
+		pid=$!
+		sleep "$(awk -v r="$RANDOM" -v ms="$ms" 'BEGIN { printf "%.4f", r / 32768 * ms / 1000 }')"
+		kill -9 "$pid" 2>/dev/null || true
+		wait "$pid" || true
+		history_whole "$f"
+		run_sb history k1
+		sb_ok
+	done
+	# the session runs on, and its history takes the next exec
+	run_sb exec k1 -- echo final
+	sb_ok
+	history_whole "$f"
+	run_sb history k1 --limit 1
+	sb_ok '.history[0].request.argv == ["echo", "final"]'
+	# what a writer killed before its rename left is swept by the next exec once a minute old
+	# (a young one may be a live writer's)
+	local d=${f%/*}
+	echo "# temp files left by the kills: $(find "$d" -maxdepth 1 -name '.box-*.tmp' | wc -l)" >&3
+	echo x >"$d/.box-0000000000000000.tmp"
+	find "$d" -maxdepth 1 -name '.box-*.tmp' -exec touch -d '2 minutes ago' {} +
+	echo y >"$d/.box-1111111111111111.tmp"
+	run_sb exec k1 -- true
+	sb_ok
+	assert_equal "$(find "$d" -maxdepth 1 -name '.box-*.tmp' -printf '%f ')" ".box-1111111111111111.tmp "
 }
 
 @test "history keeps within its byte cap (disk_bytes / 16); large requests keep only digests" {

@@ -24,6 +24,10 @@ box_setup() {
 	OUTSIDE=$T/outside
 	mkdir -p "$WS" "$OUTSIDE"
 	export T WS OUTSIDE
+	# box-sandbox's rootfs digest walks a small tree of ours, not the host's 160,000 entries
+	# at every session (box-sandbox-repro.bats walks the real one where it matters)
+	BOX_SBREPRO_ROOTS=${BOX_SBREPRO_ROOTS-$BATS_TEST_DIRNAME/fixtures}
+	export BOX_SBREPRO_ROOTS
 	cd "$T" || return 1
 }
 

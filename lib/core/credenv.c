@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "credenv.h"
+#include "proc.h"
 #include "banned.h"
 
 #define VALUE_SCAN_MAX (64 * 1024)
@@ -369,42 +370,16 @@ size_t box_credenv_filter(char *const *env, const char **out, size_t max)
 
 /* ------------------------------------------------------------------ scrub */
 
-/* env_start and env_end of /proc/self/stat (fields 50 and 51, after the parenthesised comm). */
+/* env_start and env_end of /proc/self/stat (fields 50 and 51). */
 static int env_block(uintptr_t *start, uintptr_t *end)
 {
-	char buf[4096], *p;
-	ssize_t n;
-	int fd = open("/proc/self/stat", O_RDONLY | O_CLOEXEC), field;
+	char a[32], b[32];
 
-	if (fd < 0)
+	if (box_proc_stat_field(0, 50, a, sizeof(a)) <= 0 ||
+	    box_proc_stat_field(0, 51, b, sizeof(b)) <= 0)
 		return -1;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return -1;
-	buf[n] = 0;
-	if (!(p = strrchr(buf, ')')))
-		return -1;
-	p++;
-	for (field = 3; field <= 51; field++) {
-		unsigned long long v;
-		char *e;
-
-		while (*p == ' ')
-			p++;
-		if (field == 3) {
-			p++;
-			continue;
-		}
-		v = strtoull(p, &e, 10);
-		if (e == p && field >= 50)
-			return -1;
-		if (field == 50)
-			*start = (uintptr_t)v;
-		if (field == 51)
-			*end = (uintptr_t)v;
-		p = e;
-	}
+	*start = (uintptr_t)strtoull(a, NULL, 10);
+	*end = (uintptr_t)strtoull(b, NULL, 10);
 	return *start && *end > *start && *end - *start <= 64u * 1024 * 1024 ? 0 : -1;
 }
 

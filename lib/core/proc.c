@@ -448,3 +448,68 @@ fail:
 	close_fd(&p.pidfd);
 	return -1;
 }
+
+#define STAT_TEXT_MAX 4096   /* a stat line is about 300 bytes; 52 fields of 20 digits fit */
+
+int box_proc_stat_parse(const char *text, size_t len, int n, char *out, size_t size)
+{
+	const char *end = text + len, *open = memchr(text, '(', len), *close = NULL, *p, *q;
+	size_t k;
+	int i;
+
+	for (p = end; p > text; p--)
+		if (p[-1] == ')') {
+			close = p - 1;
+			break;
+		}
+	if (n < 1 || !open || !close || close < open || size == 0)
+		return -1;
+	if (n <= 2) {
+		p = n == 1 ? text : open + 1;
+		q = n == 1 ? open : close;
+		if (n == 1)
+			while (q > p && q[-1] == ' ')
+				q--;
+	} else {
+		/* ") " then field 3 */
+		if (end - close < 3 || close[1] != ' ')
+			return -1;
+		p = close + 2;
+		for (i = 3; i < n; i++) {
+			p = memchr(p, ' ', (size_t)(end - p));
+			if (!p)
+				return -1;
+			p++;
+		}
+		for (q = p; q < end && *q != ' ' && *q != '\n'; q++)
+			;
+		if (q == p)
+			return -1;
+	}
+	k = (size_t)(q - p);
+	if (k >= size)
+		return -1;
+	memcpy(out, p, k);
+	out[k] = 0;
+	return (int)k;
+}
+
+int box_proc_stat_field(pid_t pid, int n, char *out, size_t size)
+{
+	char path[64], buf[STAT_TEXT_MAX];
+	ssize_t got;
+	int fd;
+
+	if (pid > 0)
+		box_fmt(path, sizeof(path), "/proc/%ld/stat", (long)pid);
+	else
+		box_fmt(path, sizeof(path), "/proc/self/stat");
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	do
+		got = read(fd, buf, sizeof(buf));
+	while (got < 0 && errno == EINTR);
+	close(fd);
+	return got > 0 ? box_proc_stat_parse(buf, (size_t)got, n, out, size) : -1;
+}

@@ -5,6 +5,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 #include "buf.h"
 #include "err.h"
 
@@ -115,5 +116,19 @@ int box_proc_env_build(struct box_proc_env *e, const char *const *extra, const c
 
 /* Frees the strings; *e is empty afterwards. */
 void box_proc_env_release(struct box_proc_env *e);
+
+/*
+ * Field n of a /proc/PID/stat text (len bytes, not necessarily NUL-terminated), numbered as
+ * proc(5) does: 1 the pid, 2 the command name (without its parentheses), 3 the state, 4 the
+ * parent's pid, ... The name is whatever lies between the first '(' and the last ')': it may
+ * hold spaces, parentheses and newlines, and no later field holds a ')'. Copied to out
+ * (NUL-terminated). Returns the field's length, or -1 when it is missing, the text is not a
+ * stat line, or the field does not fit in size bytes.
+ */
+int box_proc_stat_parse(const char *text, size_t len, int n, char *out, size_t size);
+
+/* box_proc_stat_parse of /proc/PID/stat (pid 0: /proc/self/stat); -1 as well when the
+ * process is gone or its file cannot be read. */
+int box_proc_stat_field(pid_t pid, int n, char *out, size_t size);
 
 #endif

@@ -388,6 +388,49 @@ static int diverged(size_t k, uint8_t op, const struct box_ipc_field *in, int ni
 	return -1;
 }
 
+/* 1 when the recorded call o (its args decoded in rec[0..n)) is the script's call op/in */
+static int same_call(const cJSON *o, const struct box_ipc_field *rec, int n, uint8_t op,
+		     const struct box_ipc_field *in, int nin)
+{
+	int same = strcmp(box_json_get_str(o, "call", ""), box_cassette_op_name(op)) == 0, i;
+
+	if (same && op == BOX_OP_CLOCK)
+		return n >= 1 && nin >= 1 && rec[0].n == in[0].n && !memcmp(rec[0].p, in[0].p, in[0].n);
+	if (!same || n != nin)
+		return 0;
+	for (i = 0; i < n; i++)
+		if (rec[i].n != in[i].n || memcmp(rec[i].p, in[i].p, in[i].n))
+			return 0;
+	return 1;
+}
+
+int box_cassette_try(struct box_cassette *c, uint8_t op, const struct box_ipc_field *in, int nin,
+		     uint8_t *rop, struct box_ipc_field *out, int maxout)
+{
+	struct box_ipc_field rec[BOX_IPC_MAX_FIELDS];
+	struct box_err e;
+	const cJSON *o, *answer;
+	int n;
+
+	if (c->next >= c->ncalls)
+		return -1;
+	o = c->calls[c->next];
+	answer = cJSON_GetObjectItemCaseSensitive(o, "answer");
+	if (cJSON_GetObjectItemCaseSensitive(o, "abort") || !cJSON_IsArray(answer) ||
+	    cJSON_GetArraySize(answer) > maxout)
+		return -1;
+	box_err_init(&e);
+	n = decode(c, cJSON_GetObjectItemCaseSensitive(o, "args"), rec, &e);
+	if (n < 0 || !same_call(o, rec, n, op, in, nin))
+		return -1;
+	n = decode(c, answer, out, &e);
+	if (n < 0)
+		return -1;
+	c->next++;
+	*rop = strcmp(box_json_get_str(o, "reply", ""), "ok") == 0 ? BOX_OP_OK : BOX_OP_ERR;
+	return n;
+}
+
 int box_cassette_next(struct box_cassette *c, uint8_t op, const struct box_ipc_field *in, int nin,
 		      uint8_t *rop, struct box_ipc_field *out, int *aborted, struct box_err *err)
 {
@@ -395,7 +438,7 @@ int box_cassette_next(struct box_cassette *c, uint8_t op, const struct box_ipc_f
 	const cJSON *o, *abort;
 	cJSON *d;
 	char *was;
-	int n, same, i;
+	int n;
 
 	*aborted = 0;
 	if (c->next >= c->ncalls)
@@ -405,15 +448,7 @@ int box_cassette_next(struct box_cassette *c, uint8_t op, const struct box_ipc_f
 	n = decode(c, cJSON_GetObjectItemCaseSensitive(o, "args"), rec, err);
 	if (n < 0)
 		return bad_line(c->next + 2, "an argument is not base64", err);
-	same = strcmp(box_json_get_str(o, "call", ""), box_cassette_op_name(op)) == 0;
-	if (same && op == BOX_OP_CLOCK) {
-		same = n >= 1 && nin >= 1 && rec[0].n == in[0].n && !memcmp(rec[0].p, in[0].p, in[0].n);
-	} else if (same) {
-		same = n == nin;
-		for (i = 0; same && i < n; i++)
-			same = rec[i].n == in[i].n && !memcmp(rec[i].p, in[i].p, in[i].n);
-	}
-	if (!same) {
+	if (!same_call(o, rec, n, op, in, nin)) {
 		uint8_t rec_op = 0;
 
 		for (size_t j = 0; j < sizeof(ops) / sizeof(ops[0]); j++)

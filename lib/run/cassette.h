@@ -69,6 +69,16 @@ int box_cassette_load(struct box_cassette *c, const char *path, struct box_err *
 int box_cassette_next(struct box_cassette *c, uint8_t op, const struct box_ipc_field *in, int nin,
 		      uint8_t *rop, struct box_ipc_field *out, int *aborted, struct box_err *err);
 
+/*
+ * box_cassette_next for the VM child of a replay, which answers calls without a round trip to
+ * the broker: only a call that is the recorded one and was answered (not the call the run
+ * ended in) with at most maxout fields. Returns their count, with *rop and out[] as
+ * box_cassette_next fills them; or -1 with nothing consumed, for the broker's
+ * box_cassette_next to answer or to tell what differs.
+ */
+int box_cassette_try(struct box_cassette *c, uint8_t op, const struct box_ipc_field *in, int nin,
+		     uint8_t *rop, struct box_ipc_field *out, int maxout);
+
 /* For the trace and the messages: {"call": NAME, and "path", "tool", "url"... as they apply}.
  * Returns a new object or NULL on OOM. */
 cJSON *box_cassette_describe(uint8_t op, const struct box_ipc_field *in, int nin);

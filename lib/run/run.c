@@ -137,6 +137,22 @@ struct run {
 
 static void child(struct run *r, int sock) __attribute__((noreturn));
 
+/* A replay's calls, answered in the VM child from its copy of the cassette (no round trip);
+ * tool calls go to the broker, which notes the tools used. */
+static int local_replay(void *ctx, uint8_t op, const struct box_ipc_field *f, int n,
+			uint8_t *rop, struct box_ipc_field *out, int maxout)
+{
+	if (op == BOX_OP_TOOL)
+		return -1;
+	return box_cassette_try(ctx, op, f, n, rop, out, maxout);
+}
+
+/* The broker answered a call from its copy: this one moves on with it. */
+static void remote_replayed(void *ctx)
+{
+	((struct box_cassette *)ctx)->next++;
+}
+
 /* Never returns: the forked child ends with _exit, whatever happens, so that no code of the
  * caller runs twice. */
 static void child(struct run *r, int sock)
@@ -162,6 +178,10 @@ static void child(struct run *r, int sock)
 		.has_require = r->tools != NULL || r->vmtools != NULL,
 		.seed = r->seed,
 		.clock_host = r->recording || r->replaying,
+		/* a traced replay goes through the broker: it times and numbers every call */
+		.local_call = r->replaying && r->trace < 0 ? local_replay : NULL,
+		.remote_done = r->replaying && r->trace < 0 ? remote_replayed : NULL,
+		.local_ctx = &r->cas,
 	};
 	struct box_jail_limits lim = { r->cpu_ms, r->memory_bytes };
 	struct box_err err;
@@ -871,6 +891,27 @@ static void emit_print(struct run *r, const struct box_buf *payload)
 	box_buf_release(&clean);
 }
 
+/* BOX_OP_REPLAYED: the VM child answered that many calls of the replay itself. */
+static int replayed_here(struct run *r, const struct box_buf *payload, struct box_err *err)
+{
+	struct box_ipc_field f;
+	char num[24];
+	long long k;
+	char *end;
+
+	if (!r->replaying || box_ipc_split(payload->data ? payload->data : "", payload->len, &f,
+					   1) != 1 || f.n == 0 || f.n >= sizeof(num))
+		return box_err_set(err, BOX_E_INTERNAL, "malformed replay count from the VM");
+	memcpy(num, f.p, f.n);
+	num[f.n] = 0;
+	k = strtoll(num, &end, 10);
+	if (*end || k <= 0 || (size_t)k > r->cas.ncalls - r->cas.next)
+		return box_err_set(err, BOX_E_INTERNAL, "malformed replay count from the VM");
+	r->cas.next += (size_t)k;
+	r->host_calls += k;
+	return 0;
+}
+
 /* Serves the child until it sends FINAL, dies, or the deadline passes. Returns -1 only when
  * the broker itself failed (err); the child is then killed. */
 static int serve(struct run *r, struct box_err *err)
@@ -914,6 +955,13 @@ static int serve(struct run *r, struct box_err *err)
 		}
 		if (op == BOX_OP_PRINT) {
 			emit_print(r, &payload);
+			continue;
+		}
+		if (op == BOX_OP_REPLAYED) {
+			if (replayed_here(r, &payload, err) < 0) {
+				rc = -1;
+				break;
+			}
 			continue;
 		}
 		if (served_call(r, op, &payload, err) < 0) {

@@ -64,7 +64,23 @@ static struct {
 	int lossy;
 	struct box_buf reply;         /* host call replies, capped at memory_bytes */
 	struct box_ipc_in in;
+	long long local_calls;        /* calls answered by local_call, not yet told the broker */
 } V;
+
+/* Tells the broker how many calls the replay answered here since it last heard (see
+ * BOX_OP_REPLAYED). 0, or -1 with err. */
+static int tell_local_calls(struct box_err *err)
+{
+	char num[32];
+	struct box_ipc_field f;
+
+	if (V.local_calls == 0)
+		return 0;
+	f.n = (size_t)snprintf(num, sizeof(num), "%lld", V.local_calls);
+	f.p = num;
+	V.local_calls = 0;
+	return box_ipc_send(V.c->sock, BOX_OP_REPLAYED, &f, 1, -1, err);
+}
 
 static char json_null_tag;
 
@@ -956,12 +972,20 @@ static int host_call_ex(lua_State *L, uint8_t op, const struct box_ipc_field *f,
 {
 	struct box_err err;
 	uint8_t rop;
-	int r, count;
+	int r, count = -1;
 
-	if (box_ipc_send(V.c->sock, op, f, n, -1, &err) < 0 ||
-	    box_ipc_recv(V.c->sock, &V.in, &rop, &V.reply, -1, &err) <= 0)
-		return luaL_error(L, "host call failed: %s", err.message);
-	count = box_ipc_split(V.reply.data ? V.reply.data : "", V.reply.len, res, maxres);
+	if (V.c->local_call)
+		count = V.c->local_call(V.c->local_ctx, op, f, n, &rop, res, maxres);
+	if (count >= 0) {
+		V.local_calls++;
+	} else {
+		if (tell_local_calls(&err) < 0 || box_ipc_send(V.c->sock, op, f, n, -1, &err) < 0 ||
+		    box_ipc_recv(V.c->sock, &V.in, &rop, &V.reply, -1, &err) <= 0)
+			return luaL_error(L, "host call failed: %s", err.message);
+		if (V.c->remote_done)
+			V.c->remote_done(V.c->local_ctx);
+		count = box_ipc_split(V.reply.data ? V.reply.data : "", V.reply.len, res, maxres);
+	}
 	if (count < 0)
 		return luaL_error(L, "host call failed: malformed answer");
 	if (rop == BOX_OP_OK)
@@ -1766,6 +1790,7 @@ static void send_final(struct final *fin)
 	/* the result travels as its own field: its text is embedded as it is, not re-encoded */
 	f[1].p = fin->result.data;
 	f[1].n = fin->result.len;
+	(void)tell_local_calls(&err);
 	box_ipc_send(V.c->sock, BOX_OP_FINAL, f, fin->has_result ? 2 : 1, -1, &err);
 	box_buf_release(&out);
 }

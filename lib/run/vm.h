@@ -5,6 +5,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <cjson/cJSON.h>
+#include "ipc.h"
 #include "err.h"
 
 /* Frames between the VM child and the broker (lib/core/ipc.h). Host calls carry their arguments as
@@ -29,6 +30,9 @@ enum box_op {
 	BOX_OP_REQUIRE,         /* library name → its Lua source, "NAME@VERSION" (has_require) */
 	BOX_OP_PRINT = 40,      /* text printed (only with events) */
 	BOX_OP_FINAL,           /* JSON: {"result"?, "error"?, "lossy"} */
+	BOX_OP_REPLAYED,        /* a replay: the count (decimal) of the calls the VM answered
+				 * itself since the last one (box_vm_config.local_call); sent
+				 * before any call the broker answers, and before FINAL */
 };
 
 /* Written by the child, read by the broker after the child is gone: the numbers survive a kill. */
@@ -72,6 +76,13 @@ struct box_vm_config {
 	int has_require;             /* require(name) asks the broker for a locked Lua library */
 	int64_t seed;                /* math.random is seeded with it (math.randomseed(seed)) */
 	int clock_host;              /* os.time, os.clock and os.date ask the broker (BOX_OP_CLOCK) */
+	/* A replay answered in this process, without a round trip (NULL: the broker answers
+	 * every call): the answer's field count (at most maxout) with *rop, or -1 when the
+	 * broker must answer; remote_done is told when the broker has answered one. */
+	int (*local_call)(void *ctx, uint8_t op, const struct box_ipc_field *f, int n,
+			  uint8_t *rop, struct box_ipc_field *out, int maxout);
+	void (*remote_done)(void *ctx);
+	void *local_ctx;
 };
 
 /* Installs the VM's signal handler; called in the child before box_jail_vm(), after which

@@ -924,7 +924,7 @@ static cJSON *op_exec(struct box_sandbox_ctx *s, struct box_err *err)
 	exec_limits(s, &e);
 	e.events = box_json_get_bool(s->req, "events", 0);
 	/* before the command runs: a provenance that cannot be made fails an exec that ran not */
-	prov = box_sbrepro_provenance(s->req, s->io ? s->io->policy : NULL,
+	prov = box_sbrepro_provenance(s->sdir, s->req, s->io ? s->io->policy : NULL,
 				      cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(
 					      s->rec.provider_data, "config"), "tools_granted"), err);
 	if (!prov) {
@@ -1220,7 +1220,7 @@ static int export_snapshot(struct box_sandbox_ctx *s, cJSON *res, const char *fi
 
 	if (!meta)
 		return box_err_set(err, BOX_E_INTERNAL, "out of memory");
-	prov = box_sbrepro_provenance(s->req, s->io ? s->io->policy : NULL,
+	prov = box_sbrepro_provenance(s->sdir, s->req, s->io ? s->io->policy : NULL,
 				      cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(
 					      s->rec.provider_data, "config"), "tools_granted"), err);
 	if (!prov)

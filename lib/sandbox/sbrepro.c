@@ -24,103 +24,36 @@
 #include "banned.h"
 
 /* What the local provider binds read-only into the guest (lib/sandbox/local/nsholder.c's
- * sysdirs, /usr and /etc). "/" is walked for none of its entries: its inode and mtime are
- * in the key, so that a root symlink (/bin -> usr/bin) that changes is seen. */
-static const char *const roots[] = { "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32",
-				     "/usr", "/etc" };
+ * sysdirs, /usr and /etc), walked from "/": a root that is a symlink (/bin -> usr/bin) is
+ * one entry with its target. */
+static const char *const default_roots[] = { "/bin", "/sbin", "/lib", "/lib32", "/lib64",
+					     "/libx32", "/usr", "/etc" };
 
-#define KEY_DEPTH 2                 /* directories in the cache key: down to two levels */
-#define CACHE_MAX ((size_t)4 << 20) /* bytes of the cache file read at most */
-#define MOUNTINFO_MAX ((size_t)4 << 20)
+#define ROOTS_MAX 16
+#define ROOTFS_FILE "rootfs.json"    /* the session's digest, in its directory */
+#define ROOTFS_LOCK "rootfs.lock"    /* held by whoever walks for the session */
+#define ROOTFS_WAIT_MS 600000        /* an exec waits this long for a walk under way */
+#define ROOTFS_FILE_MAX ((size_t)64 << 10)
 #define DIR_ENTRIES_MAX 1000000     /* names of one directory read at most */
 
-/* ---- the cache key: mounts and directory stamps ---- */
-
-static int under_a_root(const char *mp)
+/* The roots walked: default_roots, or the absolute paths of BOX_SBREPRO_ROOTS (':'-separated;
+ * the test suites' small fake trees). Their count; names point into buf or default_roots. */
+static size_t roots_of(const char *v[ROOTS_MAX], char *buf, size_t n)
 {
-	size_t i, n;
+	const char *env = getenv("BOX_SBREPRO_ROOTS");
+	char *p, *save = NULL;
+	size_t k = 0;
 
-	if (strcmp(mp, "/") == 0)
-		return 1;
-	for (i = 0; i < sizeof(roots) / sizeof(roots[0]); i++) {
-		n = strlen(roots[i]);
-		if (strncmp(mp, roots[i], n) == 0 && (mp[n] == 0 || mp[n] == '/'))
-			return 1;
+	if (env && *env == '/' && box_fmt(buf, n, "%s", env) >= 0) {
+		for (p = strtok_r(buf, ":", &save); p && k < ROOTS_MAX; p = strtok_r(NULL, ":", &save))
+			if (*p == '/')
+				v[k++] = p;
+		if (k > 0)
+			return k;
 	}
-	return 0;
-}
-
-/* The lines of /proc/self/mountinfo of mounts at or under the roots, as "MAJ:MIN ROOT
- * MOUNTPOINT FSTYPE SOURCE" (mount ids left out: they change with every mount anywhere). */
-static int mounts_text(struct box_buf *out, struct box_err *err)
-{
-	struct box_buf mi = BOX_BUF_INIT(MOUNTINFO_MAX);
-	char *line, *next, *f[10], *dash;
-	int i, rc = 0;
-
-	if (box_buf_read_file(&mi, AT_FDCWD, "/proc/self/mountinfo", err) < 0) {
-		box_buf_release(&mi);
-		return -1;
-	}
-	if (box_buf_append(&mi, "", 1, err) < 0) {
-		box_buf_release(&mi);
-		return -1;
-	}
-	for (line = mi.data; line && *line && rc == 0; line = next) {
-		next = strchr(line, '\n');
-		if (next)
-			*next++ = 0;
-		dash = strstr(line, " - ");
-		if (!dash)
-			continue;
-		*dash = 0;
-		for (i = 0; i < 5; i++)
-			f[i] = strsep(&line, " ");
-		line = dash + 3;
-		for (i = 5; i < 7; i++)
-			f[i] = strsep(&line, " ");
-		if (!f[4] || !f[6] || !under_a_root(f[4]))
-			continue;
-		rc = box_buf_printf(out, err, "%s %s %s %s %s\n", f[2], f[3] ? f[3] : "", f[4],
-				    f[5], f[6]);
-	}
-	box_buf_release(&mi);
-	return rc;
-}
-
-/* "PATH DEV INO MTIME\n" of a directory (or "PATH -\n" when it is gone) */
-static int stamp(struct box_buf *out, const char *path, const struct stat *st,
-		 struct box_err *err)
-{
-	if (!st)
-		return box_buf_printf(out, err, "%s -\n", path);
-	return box_buf_printf(out, err, "%s %llu %llu %lld.%09ld\n", path,
-			      (unsigned long long)st->st_dev, (unsigned long long)st->st_ino,
-			      (long long)st->st_mtim.tv_sec, (long)st->st_mtim.tv_nsec);
-}
-
-/* The key of a host state: the mounts and the stamps of the directories dirs (paths). */
-static int key_of(const cJSON *dirs, char key[72], struct box_err *err)
-{
-	struct box_buf t = BOX_BUF_INIT((size_t)64 << 20);
-	const cJSON *d;
-	struct stat st;
-	int rc = mounts_text(&t, err);
-
-	cJSON_ArrayForEach(d, dirs) {
-		if (rc < 0)
-			break;
-		if (!cJSON_IsString(d)) {
-			rc = box_err_set(err, BOX_E_INVALID, "cache: a directory is not a string");
-			break;
-		}
-		rc = stamp(&t, d->valuestring,
-			   lstat(d->valuestring, &st) == 0 && S_ISDIR(st.st_mode) ? &st : NULL, err);
-	}
-	if (rc == 0)
-		rc = box_digest_sha256(t.data ? t.data : "", t.len, key, err);
-	box_buf_release(&t);
-	return rc;
+	for (k = 0; k < sizeof(default_roots) / sizeof(default_roots[0]); k++)
+		v[k] = default_roots[k];
+	return k;
 }
 
 /* ---- the walk: a tree of per-directory digests ---- */
@@ -128,7 +61,6 @@ static int key_of(const cJSON *dirs, char key[72], struct box_err *err)
 struct walk {
 	int64_t entries;
 	int complete;
-	cJSON *dirs;          /* the directories of the key */
 	struct box_err *err;
 };
 
@@ -231,8 +163,7 @@ static int entry_line(struct walk *w, int dfd, const char *path, const char *nam
 	return box_buf_puts(b, "\n", w->err);
 }
 
-/* The digest of the directory dfd (closed here) at path; its stamp goes into the key when it
- * is shallow enough. */
+/* The digest of the directory dfd (closed here) at path. */
 static int walk_dir(struct walk *w, int dfd, const char *path, int depth, char out[72])
 {
 	struct box_buf b = BOX_BUF_INIT((size_t)256 << 20);
@@ -240,8 +171,6 @@ static int walk_dir(struct walk *w, int dfd, const char *path, int depth, char o
 	size_t n, i;
 	int rc = 0;
 
-	if (depth <= KEY_DEPTH)
-		cJSON_AddItemToArray(w->dirs, cJSON_CreateString(path));
 	names = names_of(dfd, &n, w->err);
 	if (!names) {
 		close(dfd);
@@ -268,13 +197,14 @@ static int walk_roots(struct walk *w, char out[72])
 {
 	struct box_buf b = BOX_BUF_INIT((size_t)1 << 20);
 	int rootfd = open("/", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	size_t i;
+	const char *roots[ROOTS_MAX];
+	char buf[4096];
+	size_t i, n = roots_of(roots, buf, sizeof(buf));
 	int rc = 0;
 
 	if (rootfd < 0)
 		return box_err_sys(w->err, "cannot open /");
-	cJSON_AddItemToArray(w->dirs, cJSON_CreateString("/"));
-	for (i = 0; i < sizeof(roots) / sizeof(roots[0]) && rc == 0; i++)
+	for (i = 0; i < n && rc == 0; i++)
 		rc = entry_line(w, rootfd, "/", roots[i] + 1, -1, &b);
 	close(rootfd);
 	if (rc == 0)
@@ -283,24 +213,21 @@ static int walk_roots(struct walk *w, char out[72])
 	return rc;
 }
 
-/* ---- the cache ---- */
-
-int box_sbrepro_rootfs_cache_path(char *out, size_t n)
+int box_sbrepro_rootfs(struct box_sbrepro_rootfs *out, struct box_err *err)
 {
-	const char *x = getenv("XDG_CACHE_HOME"), *h = getenv("HOME");
-	const char *st = getenv("BOX_STATE_DIR");
-	int r;
+	struct walk w = { 0, 1, err };
+	int64_t t0 = box_now_ms();
 
-	if (x && *x == '/')
-		r = box_fmt(out, n, "%s/box/rootfs.json", x);
-	else if (h && *h == '/')
-		r = box_fmt(out, n, "%s/.cache/box/rootfs.json", h);
-	else if (st && *st == '/')
-		r = box_fmt(out, n, "%s/cache/rootfs.json", st);
-	else
+	memset(out, 0, sizeof(*out));
+	if (walk_roots(&w, out->digest) < 0)
 		return -1;
-	return r < 0 ? -1 : 0;
+	out->entries = w.entries;
+	out->complete = w.complete;
+	out->walk_ms = box_now_ms() - t0;
+	return 0;
 }
+
+/* ---- the session's digest ---- */
 
 static int valid_digest(const char *s)
 {
@@ -314,25 +241,21 @@ static int valid_digest(const char *s)
 	return 1;
 }
 
-/* 1 with *out filled when the cache at path holds a digest whose key still holds, else 0 */
-static int cache_hit(const char *path, struct box_sbrepro_rootfs *out)
+/* 1 with *out filled when the session directory dfd holds its digest, else 0 */
+static int session_read(int dfd, struct box_sbrepro_rootfs *out)
 {
-	struct box_buf b = BOX_BUF_INIT(CACHE_MAX);
+	struct box_buf b = BOX_BUF_INIT(ROOTFS_FILE_MAX);
 	struct box_err e;
 	cJSON *c = NULL;
-	const char *key, *digest;
-	char now[72];
+	const char *digest;
 	int hit = 0;
 
 	box_err_init(&e);
-	if (box_buf_read_file(&b, AT_FDCWD, path, &e) < 0 ||
+	if (box_buf_read_file(&b, dfd, ROOTFS_FILE, &e) < 0 ||
 	    !(c = box_json_parse(b.data ? b.data : "", b.len, &e)))
 		goto out;
-	key = box_json_get_str(c, "key", NULL);
 	digest = box_json_get_str(c, "digest", NULL);
-	if (box_json_get_int(c, "version", 0) != 1 || !valid_digest(key) || !valid_digest(digest) ||
-	    !cJSON_IsArray(cJSON_GetObjectItemCaseSensitive(c, "dirs")) ||
-	    key_of(cJSON_GetObjectItemCaseSensitive(c, "dirs"), now, &e) < 0 || strcmp(now, key))
+	if (box_json_get_int(c, "version", 0) != 2 || !valid_digest(digest))
 		goto out;
 	memcpy(out->digest, digest, 72);
 	out->entries = box_json_get_int(c, "entries", 0);
@@ -346,70 +269,52 @@ out:
 	return hit;
 }
 
-/* Writes the cache (temp file + rename); failures are ignored, the digest is still right. */
-static void cache_write(const char *path, const struct box_sbrepro_rootfs *r, cJSON *dirs,
-			const char key[72])
+/* Writes the session's digest (temp file + rename); 0, or -1 with err. */
+static int session_write(int dfd, const struct box_sbrepro_rootfs *r, struct box_err *err)
 {
 	cJSON *c = cJSON_CreateObject();
-	char dir[4096], at[BOX_SBSTATE_TIME_MAX], *slash, *text = NULL;
-	struct box_err e;
-	int fd;
+	char at[BOX_SBSTATE_TIME_MAX], *text = NULL;
+	int rc;
 
-	box_err_init(&e);
-	box_fmt(dir, sizeof(dir), "%s", path);
-	slash = strrchr(dir, '/');
-	if (!c || !slash)
-		goto out;
-	*slash = 0;
 	box_sbstate_now(at);
-	box_json_add_int64(c, "version", 1);
-	cJSON_AddStringToObject(c, "key", key);
+	box_json_add_int64(c, "version", 2);
 	cJSON_AddStringToObject(c, "digest", r->digest);
 	box_json_add_int64(c, "entries", r->entries);
 	cJSON_AddBoolToObject(c, "complete", r->complete);
 	box_json_add_int64(c, "walk_ms", r->walk_ms);
 	cJSON_AddStringToObject(c, "computed_at", at);
-	cJSON_AddItemReferenceToObject(c, "dirs", dirs);
-	text = cJSON_PrintUnformatted(c);
-	if (!text || box_mkdirs(dir, &e) < 0)
-		goto out;
-	fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (fd >= 0) {
-		(void)box_atomic_replace(fd, slash + 1, text, strlen(text), 0644, &e);
-		close(fd);
-	}
-out:
+	text = c ? cJSON_PrintUnformatted(c) : NULL;
+	rc = text ? box_atomic_replace(dfd, ROOTFS_FILE, text, strlen(text), 0600, err) :
+	     box_err_set(err, BOX_E_INTERNAL, "out of memory");
 	cJSON_free(text);
 	cJSON_Delete(c);
+	return rc;
 }
 
-int box_sbrepro_rootfs(struct box_sbrepro_rootfs *out, struct box_err *err)
+int box_sbrepro_rootfs_session(const char *sdir, struct box_sbrepro_rootfs *out,
+			       struct box_err *err)
 {
-	struct walk w = { 0, 1, cJSON_CreateArray(), err };
-	char path[4096], key[72];
-	int have_path = box_sbrepro_rootfs_cache_path(path, sizeof(path)) == 0;
-	int64_t t0 = box_now_ms();
+	int dfd = open(sdir, O_RDONLY | O_DIRECTORY | O_CLOEXEC), lk, rc = 0;
 
 	memset(out, 0, sizeof(*out));
-	if (!w.dirs)
-		return box_err_set(err, BOX_E_INTERNAL, "out of memory");
-	if (have_path && cache_hit(path, out)) {
-		cJSON_Delete(w.dirs);
+	if (dfd < 0)
+		return box_err_sys(err, "cannot open %s", sdir);
+	/* the file is replaced whole: read without the lock */
+	if (session_read(dfd, out)) {
+		close(dfd);
 		return 0;
 	}
-	if (walk_roots(&w, out->digest) < 0) {
-		cJSON_Delete(w.dirs);
+	/* one walk per session: another's under way is waited for */
+	lk = box_lock_open(dfd, ROOTFS_LOCK, 1, ROOTFS_WAIT_MS, err);
+	if (lk < 0) {
+		close(dfd);
 		return -1;
 	}
-	out->entries = w.entries;
-	out->complete = w.complete;
-	out->walk_ms = box_now_ms() - t0;
-	/* the key as the walk leaves the host: a change during the walk makes the next check
-	 * miss, never a stale hit */
-	if (have_path && key_of(w.dirs, key, &(struct box_err){ 0 }) == 0)
-		cache_write(path, out, w.dirs, key);
-	cJSON_Delete(w.dirs);
-	return 0;
+	if (!session_read(dfd, out) && (rc = box_sbrepro_rootfs(out, err)) == 0)
+		rc = session_write(dfd, out, err);
+	close(lk);
+	close(dfd);
+	return rc;
 }
 
 /* ---- provenance ---- */
@@ -455,8 +360,8 @@ static cJSON *request_of(const cJSON *req)
 	return c;
 }
 
-cJSON *box_sbrepro_provenance(const cJSON *req, const cJSON *policy, const cJSON *tools,
-			      struct box_err *err)
+cJSON *box_sbrepro_provenance(const char *sdir, const cJSON *req, const cJSON *policy,
+			      const cJSON *tools, struct box_err *err)
 {
 	cJSON *o = cJSON_CreateObject(), *r = request_of(req), *fs;
 	struct box_sbrepro_rootfs rootfs;
@@ -480,7 +385,8 @@ cJSON *box_sbrepro_provenance(const cJSON *req, const cJSON *policy, const cJSON
 	if (rc == 0)
 		cJSON_AddItemToObject(o, "tools", tools ? cJSON_Duplicate(tools, 1) :
 					  cJSON_CreateArray());
-	if (rc == 0 && (rc = box_sbrepro_rootfs(&rootfs, err)) == 0) {
+	if (rc == 0 && (rc = sdir ? box_sbrepro_rootfs_session(sdir, &rootfs, err) :
+			 box_sbrepro_rootfs(&rootfs, err)) == 0) {
 		fs = cJSON_AddObjectToObject(o, "rootfs");
 		cJSON_AddStringToObject(fs, "sha256", rootfs.digest);
 		box_json_add_int64(fs, "entries", rootfs.entries);
@@ -606,6 +512,37 @@ static char *entry_text(const cJSON *entry, int64_t max_bytes, struct box_err *e
 	return s;
 }
 
+/* Removes the temp files (.box-*.tmp, lib/core/atomic.c) of the session directory dfd that
+ * are older than TEMP_STALE_S: what a writer killed between its temp file and its rename left
+ * (history, rootfs.json, the network rules). A writer holds its temp file for milliseconds. */
+#define TEMP_STALE_S 60
+
+static void sweep_temps(int dfd)
+{
+	int fd = dup(dfd);
+	DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+	struct dirent *e;
+	struct stat st;
+	size_t n;
+	time_t now = time(NULL);
+
+	if (!d) {
+		if (fd >= 0)
+			close(fd);
+		return;
+	}
+	while ((e = readdir(d))) {
+		n = strlen(e->d_name);
+		if (strncmp(e->d_name, ".box-", 5) != 0 || n < 10 ||
+		    strcmp(e->d_name + n - 4, ".tmp") != 0)
+			continue;
+		if (fstatat(dfd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode) &&
+		    st.st_mtime < now - TEMP_STALE_S)
+			unlinkat(dfd, e->d_name, 0);
+	}
+	closedir(d);
+}
+
 int box_sbrepro_history_add(const char *sdir, const cJSON *entry, int64_t max_bytes,
 			    struct box_err *err)
 {
@@ -651,6 +588,7 @@ int box_sbrepro_history_add(const char *sdir, const cJSON *entry, int64_t max_by
 	    box_buf_append(&out, line, len, err) < 0 || box_buf_append(&out, "\n", 1, err) < 0)
 		goto out;
 	rc = box_atomic_replace(dfd, BOX_SBREPRO_HISTORY_FILE, out.data, out.len, 0600, err);
+	sweep_temps(dfd);
 out:
 	if (dfd >= 0)
 		close(dfd);

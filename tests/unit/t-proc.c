@@ -3,6 +3,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -18,22 +19,11 @@ static char dir[64];
 /* 1 when pid is gone or a zombie nobody reaped yet (PID 1 of a container may not reap). */
 static int dead(pid_t pid)
 {
-	char path[64], buf[256];
-	ssize_t n;
-	char *p;
-	int fd;
+	char st[8];
 
-	snprintf(path, sizeof(path), "/proc/%ld/stat", (long)pid);
-	fd = open(path, O_RDONLY);
-	if (fd < 0)
+	if (box_proc_stat_field(pid, 3, st, sizeof(st)) != 1)
 		return 1;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return 1;
-	buf[n] = 0;
-	p = strrchr(buf, ')');
-	return p && p[1] == ' ' && (p[2] == 'Z' || p[2] == 'X');
+	return st[0] == 'Z' || st[0] == 'X';
 }
 
 static int wait_dead(pid_t pid)
@@ -483,6 +473,83 @@ static void test_hangup(void)
 	waitpid(server, &status, 0);
 }
 
+/* box_proc_stat_field / box_proc_stat_parse: the name between the first '(' and the last ')'
+ * may hold anything a process can set (spaces, parentheses, newlines, a fake ") Z 1"). */
+static void test_stat_field(void)
+{
+	static const char *const names[] = { "a b", ") Z 1 (", "x)", "((", "a\nb) R 9",
+					      "))))))))))))))", " ", "" };
+	char f[64], want[32];
+	size_t i;
+	int fds[2], ready[2];
+
+	/* text: every kind of hostile name, then fields 1-5 and the last one */
+	for (i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		char text[256];
+		int n = snprintf(text, sizeof(text), "4242 (%s) S 17 4242 99\n", names[i]);
+
+		is_int(box_proc_stat_parse(text, (size_t)n, 1, f, sizeof(f)), 4, "pid of name %zu",
+		       i);
+		is_str(f, "4242", "pid value of name %zu", i);
+		is_int(box_proc_stat_parse(text, (size_t)n, 2, f, sizeof(f)), (int)strlen(names[i]),
+		       "name of name %zu", i);
+		is_str(f, names[i], "name value of name %zu", i);
+		box_proc_stat_parse(text, (size_t)n, 3, f, sizeof(f));
+		is_str(f, "S", "state after name %zu", i);
+		box_proc_stat_parse(text, (size_t)n, 4, f, sizeof(f));
+		is_str(f, "17", "ppid after name %zu", i);
+		is_int(box_proc_stat_parse(text, (size_t)n, 6, f, sizeof(f)), 2, "last field");
+		is_str(f, "99", "last field's value (newline not part of it)");
+		is_int(box_proc_stat_parse(text, (size_t)n, 7, f, sizeof(f)), -1,
+		       "a field past the end is missing");
+	}
+	/* malformed text and sizes */
+	is_int(box_proc_stat_parse("1 2 3", 5, 3, f, sizeof(f)), -1, "no parentheses");
+	is_int(box_proc_stat_parse("1 )x( S", 7, 3, f, sizeof(f)), -1, "')' before '('");
+	is_int(box_proc_stat_parse("1 (a)S 2", 8, 3, f, sizeof(f)), -1, "no space after ')'");
+	is_int(box_proc_stat_parse("1 (a) S 2", 9, 0, f, sizeof(f)), -1, "field 0");
+	is_int(box_proc_stat_parse("1 (a) S 12345", 13, 4, f, 5), -1, "does not fit");
+	is_int(box_proc_stat_parse("1 (a) S 12345", 13, 4, f, 6), 5, "fits exactly");
+	is_int(box_proc_stat_parse("1 (a) S 2  3", 12, 5, f, sizeof(f)), -1, "empty field");
+	/* live processes named with each hostile name: state, ppid, pid, start time */
+	for (i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		pid_t pid;
+		char b;
+
+		if (pipe(fds) < 0 || pipe(ready) < 0)
+			break;
+		pid = fork();
+		if (pid == 0) {
+			close(fds[1]);
+			prctl(PR_SET_NAME, names[i]);
+			(void)!write(ready[1], "n", 1);
+			(void)!read(fds[0], &b, 1);
+			_exit(0);
+		}
+		close(fds[0]);
+		close(ready[1]);
+		/* once the child has its name */
+		ok(read(ready[0], &b, 1) == 1, "child named");
+		close(ready[0]);
+		box_proc_stat_field(pid, 2, f, sizeof(f));
+		is_str(f, names[i], "live name name %zu", i);
+		box_proc_stat_field(pid, 4, f, sizeof(f));
+		snprintf(want, sizeof(want), "%ld", (long)getpid());
+		is_str(f, want, "live ppid under name %zu", i);
+		box_proc_stat_field(pid, 1, f, sizeof(f));
+		snprintf(want, sizeof(want), "%ld", (long)pid);
+		is_str(f, want, "live pid under name %zu", i);
+		ok(box_proc_stat_field(pid, 22, f, sizeof(f)) > 0 && atoll(f) > 0,
+		   "live start time under name %zu", i);
+		ok(box_proc_stat_field(pid, 3, f, sizeof(f)) == 1 && strchr("RSD", f[0]),
+		   "live state under name %zu", i);
+		close(fds[1]);
+		waitpid(pid, NULL, 0);
+		is_int(box_proc_stat_field(pid, 3, f, sizeof(f)), -1, "gone: -1");
+	}
+	ok(box_proc_stat_field(0, 48, f, sizeof(f)) > 0 && atoll(f) > 0, "self: field 48");
+}
+
 int main(void)
 {
 	char cmd[128];
@@ -502,6 +569,7 @@ int main(void)
 	test_spawn();
 	test_die_with_parent();
 	test_hangup();
+	test_stat_field();
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
 	if (system(cmd))
 		printf("# cleanup failed\n");

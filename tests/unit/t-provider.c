@@ -7,6 +7,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "proc.h"
 #include "provider.h"
 #include "tap.h"
 #include "banned.h"
@@ -47,22 +48,11 @@ static long elapsed_ms(const struct timespec *t0)
 /* 1 when pid is gone or a zombie nobody reaped yet (PID 1 of a container may not reap). */
 static int dead(pid_t pid)
 {
-	char path[64], buf[256];
-	ssize_t n;
-	char *p;
-	int fd;
+	char st[8];
 
-	snprintf(path, sizeof(path), "/proc/%ld/stat", (long)pid);
-	fd = open(path, O_RDONLY);
-	if (fd < 0)
+	if (box_proc_stat_field(pid, 3, st, sizeof(st)) != 1)
 		return 1;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return 1;
-	buf[n] = 0;
-	p = strrchr(buf, ')');
-	return p && p[1] == ' ' && (p[2] == 'Z' || p[2] == 'X');
+	return st[0] == 'Z' || st[0] == 'X';
 }
 
 static pid_t read_pid(const char *file)

@@ -2,6 +2,7 @@
  * replacement), its entries (digests of the kept output, stdin never kept), the provenance
  * and the cache of the rootfs digest. */
 #include <dirent.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -160,24 +161,84 @@ static void test_torn(void)
 	       "cap: at most BOX_SBREPRO_HISTORY_BYTES");
 }
 
-static void test_cache_path(void)
+static int sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static int sh(const char *fmt, ...)
 {
-	char p[256];
+	char cmd[1024];
+	va_list ap;
 
-	setenv("XDG_CACHE_HOME", "/c", 1);
-	ok(box_sbrepro_rootfs_cache_path(p, sizeof(p)) == 0 && !strcmp(p, "/c/box/rootfs.json"),
-	   "XDG_CACHE_HOME first");
-	setenv("XDG_CACHE_HOME", "relative", 1);
-	setenv("HOME", "/h", 1);
-	ok(box_sbrepro_rootfs_cache_path(p, sizeof(p)) == 0 &&
-	   !strcmp(p, "/h/.cache/box/rootfs.json"), "a relative XDG_CACHE_HOME is ignored");
-	unsetenv("XDG_CACHE_HOME");
-	unsetenv("HOME");
-	setenv("BOX_STATE_DIR", "/s", 1);
-	ok(box_sbrepro_rootfs_cache_path(p, sizeof(p)) == 0 && !strcmp(p, "/s/cache/rootfs.json"),
-	   "then BOX_STATE_DIR");
-	unsetenv("BOX_STATE_DIR");
-	ok(box_sbrepro_rootfs_cache_path(p, sizeof(p)) < 0, "none: no cache");
+	va_start(ap, fmt);
+	vsnprintf(cmd, sizeof(cmd), fmt, ap);
+	va_end(ap);
+	return system(cmd);
+}
+
+/* the session digest of a new session directory NAME under dir */
+static int session_digest(const char *name, struct box_sbrepro_rootfs *r)
+{
+	char sd[256];
+	struct box_err err;
+
+	box_err_init(&err);
+	snprintf(sd, sizeof(sd), "%s/%s", dir, name);
+	mkdir(sd, 0700);
+	return box_sbrepro_rootfs_session(sd, r, &err);
+}
+
+/* A fake root filesystem (BOX_SBREPRO_ROOTS): a file changed in place three levels down, with
+ * its directories' stamps put back, changes the digest of the next session; the session that
+ * walked keeps its own; nothing is shared between sessions. */
+static void test_rootfs_session(void)
+{
+	struct box_sbrepro_rootfs a, b, c, d;
+	char roots[512], p[256];
+	struct stat st;
+
+	snprintf(roots, sizeof(roots), "%s/fake/usr:%s/fake/etc", dir, dir);
+	setenv("BOX_SBREPRO_ROOTS", roots, 1);
+	ok(sh("mkdir -p %s/fake/usr/lib/x/y %s/fake/etc && echo one >%s/fake/usr/lib/x/y/f && "
+	      "echo conf >%s/fake/etc/c && ln -s lib %s/fake/usr/l", dir, dir, dir, dir, dir) == 0,
+	   "fake rootfs");
+	ok(session_digest("s1", &a) == 0 && !a.cached && a.entries == 6 && a.complete,
+	   "first use walks (%lld entries)", (long long)a.entries);
+	snprintf(p, sizeof(p), "%s/s1/rootfs.json", dir);
+	ok(stat(p, &st) == 0 && (st.st_mode & 0777) == 0600, "kept in the session directory");
+	ok(session_digest("s1", &b) == 0 && b.cached && !strcmp(a.digest, b.digest) &&
+	   b.entries == a.entries, "the next use reads it");
+	ok(session_digest("s2", &c) == 0 && !c.cached && !strcmp(a.digest, c.digest),
+	   "a new session walks again, to the same digest");
+	/* in place, same size, directory stamps restored: only the file's mtime tells */
+	ok(sh("cd %s/fake/usr/lib/x && t=$(stat -c %%y . y) && sleep 0.01 && echo two >y/f && "
+	      "touch -d \"$(stat -c %%y . | head -1)\" . && touch -d \"$(echo \"$t\" | sed -n 2p)\" y",
+	      dir) == 0, "file changed in place three levels down");
+	ok(session_digest("s3", &d) == 0 && strcmp(a.digest, d.digest) != 0,
+	   "the next session sees it");
+	ok(session_digest("s1", &b) == 0 && !strcmp(a.digest, b.digest),
+	   "the session that walked keeps its digest");
+	ok(sh("chmod 600 %s/fake/etc/c", dir) == 0 && session_digest("s4", &c) == 0 &&
+	   strcmp(c.digest, d.digest) != 0, "a mode change too");
+	/* a file that is not the session's digest is walked over, and replaced */
+	snprintf(p, sizeof(p), "%s/s4/rootfs.json", dir);
+	for (int i = 0; i < 3; i++) {
+		static const char *const bad[] = { "garbage", "{\"version\":2,\"digest\":\"x\"}",
+						   "{\"version\":1,\"digest\":\"sha256:00\"}" };
+		FILE *f = fopen(p, "w");
+
+		fputs(bad[i], f);
+		fclose(f);
+		ok(session_digest("s4", &b) == 0 && !b.cached && !strcmp(b.digest, c.digest),
+		   "a bad session file (%d) is walked again", i);
+	}
+	/* a missing session directory */
+	{
+		struct box_err err;
+
+		box_err_init(&err);
+		snprintf(p, sizeof(p), "%s/nope", dir);
+		ok(box_sbrepro_rootfs_session(p, &b, &err) < 0 && err.code != BOX_OK,
+		   "no session directory: an error");
+	}
+	unsetenv("BOX_SBREPRO_ROOTS");
 }
 
 int main(void)
@@ -188,7 +249,7 @@ int main(void)
 	test_entry();
 	test_bounds();
 	test_torn();
-	test_cache_path();
+	test_rootfs_session();
 	{
 		char cmd[128];
 

@@ -522,19 +522,9 @@ static int gone(pid_t pid)
 	int k;
 
 	for (k = 0; k < 400; k++) {
-		char p[64], buf[256], *q;
-		ssize_t n;
-		int fd;
+		char st[8];
 
-		snprintf(p, sizeof(p), "/proc/%d/stat", (int)pid);
-		fd = open(p, O_RDONLY | O_CLOEXEC);
-		if (fd < 0)
-			return 1;
-		n = read(fd, buf, sizeof(buf) - 1);
-		close(fd);
-		buf[n > 0 ? n : 0] = 0;
-		q = strrchr(buf, ')');
-		if (!q || q[2] == 'Z' || q[2] == 'X')
+		if (box_proc_stat_field(pid, 3, st, sizeof(st)) != 1 || st[0] == 'Z' || st[0] == 'X')
 			return 1;
 		usleep(25000);
 	}

@@ -92,45 +92,16 @@ int box_nsbox_supported(void)
 
 static int64_t proc_start_time(pid_t pid)
 {
-	char p[64], buf[1024], *s;
-	int fd, i;
-	ssize_t n;
+	char f[32];
 
-	box_fmt(p, sizeof(p), "/proc/%d/stat", (int)pid);
-	fd = open(p, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -1;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return -1;
-	buf[n] = 0;
-	s = strrchr(buf, ')');
-	if (!s)
-		return -1;
-	/* field 3 follows ") "; the start time is field 22 */
-	for (i = 2; i < 22 && s; i++)
-		s = strchr(s + 1, ' ');
-	return s ? strtoll(s + 1, NULL, 10) : -1;
+	return box_proc_stat_field(pid, 22, f, sizeof(f)) > 0 ? strtoll(f, NULL, 10) : -1;
 }
 
 static char proc_state(pid_t pid)
 {
-	char p[64], buf[512], *s;
-	int fd;
-	ssize_t n;
+	char f[8];
 
-	box_fmt(p, sizeof(p), "/proc/%d/stat", (int)pid);
-	fd = open(p, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return 0;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return 0;
-	buf[n] = 0;
-	s = strrchr(buf, ')');
-	return s && s[1] == ' ' ? s[2] : 0;
+	return box_proc_stat_field(pid, 3, f, sizeof(f)) == 1 ? f[0] : 0;
 }
 
 static int make_dirs(const char *dir, struct box_err *err)
@@ -307,22 +278,10 @@ int box_nsbox_observe(const struct box_nsbox_inst *i, const char *id)
 /* Without a freezer: SIGSTOP/SIGCONT every process whose pid namespace is the holder's. */
 static pid_t proc_ppid(long pid)
 {
-	char p[64], buf[512], *q;
-	int fd;
-	ssize_t n;
+	char f[32];
 
-	box_fmt(p, sizeof(p), "/proc/%ld/stat", pid);
-	fd = open(p, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -1;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return -1;
-	buf[n] = 0;
-	q = strrchr(buf, ')');
-	/* ") S PPID ..." */
-	return q && q[1] == ' ' && q[2] && q[3] == ' ' ? (pid_t)strtol(q + 4, NULL, 10) : -1;
+	return box_proc_stat_field((pid_t)pid, 4, f, sizeof(f)) > 0 ? (pid_t)strtol(f, NULL, 10) :
+	       -1;
 }
 
 #define TREE_MAX 65536

@@ -26,6 +26,7 @@
 #include <unistd.h>
 
 #include "nsbox.h"
+#include "proc.h"
 #include "buf.h"
 #include "confine.h"
 #include "ipc.h"
@@ -527,26 +528,13 @@ static void send_ns(int rep, int sock)
 /* Fields 48 and 49 of /proc/self/stat: where the argument strings are. */
 static int arg_area(unsigned long *start, unsigned long *end)
 {
-	char buf[2048], *s;
-	int fd, i;
-	ssize_t n;
+	char a[32], b[32];
 
-	fd = open("/proc/self/stat", O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
+	if (box_proc_stat_field(0, 48, a, sizeof(a)) <= 0 ||
+	    box_proc_stat_field(0, 49, b, sizeof(b)) <= 0)
 		return -1;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return -1;
-	buf[n] = 0;
-	s = strrchr(buf, ')');
-	/* field 3 follows ") " */
-	for (i = 2; i < 48 && s; i++)
-		s = strchr(s + 1, ' ');
-	if (!s)
-		return -1;
-	*start = strtoul(s + 1, &s, 10);
-	*end = strtoul(s, NULL, 10);
+	*start = strtoul(a, NULL, 10);
+	*end = strtoul(b, NULL, 10);
 	return *start && *end > *start ? 0 : -1;
 }
 
