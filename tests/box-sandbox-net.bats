@@ -57,12 +57,18 @@ setup_file() {
 	python3 "$BATS_TEST_DIRNAME/netlab.py" dns "$L/dport" "$L/dns.json" "$L/dns.log" \
 		>/dev/null 2>&1 3>&- &
 	echo $! >>"$L/pids"
+	# a careless origin that keeps connections open and answers pipelined requests
+	ip netns exec "$NS" python3 "$BATS_TEST_DIRNAME/netlab.py" keep "$L/kport" "$OUT_IP" \
+		"$L/keep.log" >/dev/null 2>&1 3>&- &
+	echo $! >>"$L/pids"
 	wait_file "$L/oport"
 	wait_file "$L/sport"
+	wait_file "$L/kport"
+	KPORT=$(cat "$L/kport")
 	wait_file "$L/dport"
 	SPORT=$(cat "$L/sport")
 	BOX_NET_DNS=127.0.0.1:$(cat "$L/dport")
-	export L NS HPORT SPORT BOX_NET_DNS
+	export L NS HPORT SPORT KPORT BOX_NET_DNS
 }
 
 # wait_file F: F exists (at most 20 s)
@@ -290,6 +296,86 @@ for odd in (b'2130706433', b'127.1', b'0x7f.0.0.1', b'user@pkgs.test'):
     print(ask(b'GET http://' + odd + b':$HPORT/ HTTP/1.1\r\n\r\n').split(b'\r\n')[0].decode())
 "
 	sb_ok ".stdout == \"HTTP/1.1 431\nHTTP/1.1 400\n05000507\nHTTP/1.1 200 OK\nHTTP/1.1 400 Bad Request\nHTTP/1.1 400 Bad Request\nHTTP/1.1 400 Bad Request\nHTTP/1.1 400 Bad Request\n\""
+}
+
+@test "one request per connection: pipelined, keep-alive and smuggled requests never reach the origin" {
+	mk n10 --allow-host "GET,POST http://pkgs.test:$KPORT/ok" --allow-host "$OUT_IP:$KPORT"
+	: >"$L/keep.log"
+	run_sb exec n10 -- python3 -c "
+import socket, time
+H = b'pkgs.test:$KPORT'
+def req(path, host=H, method=b'GET', extra=b''):
+    return method + b' http://' + host + path + b' HTTP/1.1\r\nHost: ' + host + b'\r\n' + extra + b'\r\n'
+def ask(*parts):
+    s = socket.create_connection(('127.0.0.1', 3128), 20); s.settimeout(30)
+    got = b''
+    for k, p in enumerate(parts):
+        if k:
+            time.sleep(0.5)
+        try:
+            s.sendall(p)
+        except OSError:
+            break
+    try:
+        while True:
+            b = s.recv(65536)
+            if not b: break
+            got += b
+    except OSError:
+        pass
+    s.close()
+    return got
+def show(name, got):
+    print(name, got.count(b'HTTP/1.1 200'), got.split(b'\r\n')[0].decode())
+# a second (and third) request after the first: another path, another host
+show('pipelined', ask(req(b'/ok/1') + req(b'/admin') + req(b'/ok/x', b'evil.test:$KPORT')))
+show('keep-alive', ask(req(b'/ok/2'), req(b'/admin'), req(b'/ok/y', b'evil.test:$KPORT')))
+# a request hidden after a body, in the same packet or later
+smug = req(b'/admin', b'pkgs.test:$KPORT')
+cl = b'Content-Length: 5\r\n'
+te = b'Transfer-Encoding: chunked\r\n'
+show('length', ask(req(b'/ok/3', method=b'POST', extra=cl) + b'hello' + smug))
+show('length-later', ask(req(b'/ok/4', method=b'POST', extra=cl), b'hel', b'lo' + smug))
+show('chunked', ask(req(b'/ok/5', method=b'POST', extra=te) + b'5\r\nhello\r\n0\r\n\r\n' + smug))
+show('chunked-later', ask(req(b'/ok/6', method=b'POST', extra=te), b'5;x=1\r\nhel', b'lo\r\n0\r\nT: 1\r\n\r\n' + smug))
+show('chunked-bad-later', ask(req(b'/ok/7', method=b'POST', extra=te), b'5\r\nhelloXX' + smug))
+# heads whose framing two parsers could read two ways: refused before any connection
+for name, extra in (('cl+te', cl + te), ('cl-twice', cl + cl), ('cl-sign', b'Content-Length: +5\r\n'),
+                    ('cl-huge', b'Content-Length: 99999999999999999999\r\n'),
+                    ('te-list', b'Transfer-Encoding: chunked, identity\r\n'), ('te-twice', te + te),
+                    ('te-space', b'Transfer-Encoding : chunked\r\n'), ('te-tab', b'Transfer-Encoding:\tchunkedx\r\n'),
+                    ('obs-fold', b'X: a\r\n b\r\n'), ('bare-cr', b'X: a\rb\r\n'), ('ctl', b'X: a\x01\r\n')):
+    show(name, ask(req(b'/ok/bad', method=b'POST', extra=extra) + b'0\r\n\r\n' + smug))
+show('bare-lf', ask(b'GET http://pkgs.test:$KPORT/ok/bad HTTP/1.1\nHost: pkgs.test\n\n' + smug))
+show('te-http10', ask(b'POST http://pkgs.test:$KPORT/ok/bad HTTP/1.0\r\n' + te + b'\r\n0\r\n\r\n'))
+show('chunk-size', ask(req(b'/ok/bad', method=b'POST', extra=te) + b'zz\r\n' + smug))
+"
+	sb_ok
+	lines=$(jq -r .stdout <<<"$output")
+	echo "$lines"
+	cat "$L/keep.log"
+	for t in pipelined keep-alive length length-later chunked chunked-later; do
+		grep -qx "$t 1 HTTP/1.1 200 OK" <<<"$lines"
+	done
+	grep -qx "chunked-bad-later 0 " <<<"$lines"
+	for t in cl+te cl-twice cl-sign cl-huge te-list te-twice te-space te-tab obs-fold bare-cr ctl \
+		bare-lf te-http10 chunk-size; do
+		grep -qx "$t 0 HTTP/1.1 400 Bad Request" <<<"$lines"
+	done
+	# each refusal is in the result with its reason
+	jqe '[.network[] | select(.verdict == "denied")] | length == 14'
+	jqe 'any(.network[]; .reason == "both Content-Length and Transfer-Encoding")'
+	jqe 'any(.network[]; .reason == "a folded header line (obs-fold)")'
+	jqe 'any(.network[]; .reason == "the request'"'"'s chunked body is malformed: connection cut")'
+	# the origin saw the first request of each connection, each body whole, and nothing else
+	run cat "$L/keep.log"
+	refute_output --partial admin
+	refute_output --partial evil
+	refute_output --partial /ok/bad
+	assert_equal "$(grep -c '^GET /ok/[12] HTTP/1.1 | Host: pkgs.test:' "$L/keep.log")" 2
+	assert_equal "$(grep -c "^POST /ok/[34] HTTP/1.1 | Host: pkgs.test:$KPORT | b'hello'\$" "$L/keep.log")" 2
+	assert_equal "$(grep -c "^POST /ok/[56] HTTP/1.1 | Host: pkgs.test:$KPORT | b'5.*hello.r.n0.r.n.*.r.n'\$" "$L/keep.log")" 2
+	assert_equal "$(grep -c . "$L/keep.log")" 6
 }
 
 @test "delete ends the proxy; it runs as nobody; the guest's listener is its own namespace's" {

@@ -9,6 +9,11 @@ netlab.py dns PORTFILE MAPFILE LOGFILE
 netlab.py http DIR PORTFILE [ADDR [PORT [CERT KEY]]]
     A threaded HTTP (or, with CERT and KEY, HTTPS) server of DIR on ADDR (127.0.0.1) and PORT
     (0: any; the port is written to PORTFILE). POST answers "posted N" (N bytes read).
+netlab.py keep PORTFILE ADDR LOGFILE
+    A careless HTTP/1.1 server on ADDR (any port, written to PORTFILE) that keeps every
+    connection open whatever it is told (until 2 s idle) and answers each request it finds
+    in it, pipelined or not ("ok PATH"; a Content-Length or chunked body is skipped). Every request line
+    and Host it reads is appended to LOGFILE, so a test sees whatever reached the origin.
 """
 import http.server
 import json
@@ -101,10 +106,77 @@ def serve(directory, portfile, addr="127.0.0.1", port="0", cert=None, key=None):
     srv.serve_forever()
 
 
+def keep(portfile, addr, logfile):
+    import threading
+    srv = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    srv.bind((addr, 0))
+    srv.listen(16)
+    with open(portfile + ".tmp", "w") as f:
+        f.write(str(srv.getsockname()[1]))
+    os.rename(portfile + ".tmp", portfile)
+    lock = threading.Lock()
+
+    def one(c):
+        buf = b""
+        c.settimeout(2)
+        try:
+            while True:
+                end = buf.find(b"\r\n\r\n")
+                if end < 0:
+                    got = c.recv(65536)
+                    if not got:
+                        return
+                    buf += got
+                    continue
+                head = buf[:end].decode("latin-1").split("\r\n")
+                host = [h for h in head[1:] if h.lower().startswith("host:")]
+                n = 0
+                for h in head[1:]:
+                    if h.lower().startswith("content-length:"):
+                        n = int(h.split(":", 1)[1])
+                    if h.lower().replace(" ", "") == "transfer-encoding:chunked":
+                        # the body ends at the first empty line after a "0" line
+                        while True:
+                            z = buf.find(b"\r\n0\r\n", end + 2)
+                            e = buf.find(b"\r\n", z + 5) if z >= 0 else -1
+                            while e >= 0 and buf[e - 2:e] != b"\r\n" and e != z + 5:
+                                e = buf.find(b"\r\n", e + 2)
+                            if e >= 0:
+                                break
+                            got = c.recv(65536)
+                            if not got:
+                                return
+                            buf += got
+                        n = e + 2 - (end + 4)
+                while len(buf) < end + 4 + n:
+                    got = c.recv(65536)
+                    if not got:
+                        return
+                    buf += got
+                body = buf[end + 4:end + 4 + n]
+                buf = buf[end + 4 + n:]
+                with lock, open(logfile, "a") as f:
+                    f.write("%s | %s | %r\n" % (head[0], ",".join(host), body))
+                path = head[0].split(" ")[1] if " " in head[0] else "?"
+                out = ("ok %s\n" % path).encode()
+                c.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n" % len(out) + out)
+        except OSError:
+            return
+        finally:
+            c.close()
+
+    while True:
+        c, _ = srv.accept()
+        threading.Thread(target=one, args=(c,), daemon=True).start()
+
+
 if __name__ == "__main__":
     if sys.argv[1] == "dns":
         dns(*sys.argv[2:5])
     elif sys.argv[1] == "http":
         serve(*sys.argv[2:])
+    elif sys.argv[1] == "keep":
+        keep(*sys.argv[2:5])
     else:
         sys.exit("usage: netlab.py dns|http ...")

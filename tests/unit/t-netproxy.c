@@ -153,10 +153,127 @@ static void test_log(void)
 	(void)!system(p);
 }
 
+
+/* head_check on a head given with "|" for CRLF */
+static int head(const char *h, struct box_netproxy_body *b, char *why, size_t wn)
+{
+	char t[1024];
+	size_t k, n = 0;
+
+	for (k = 0; h[k] && n + 2 < sizeof(t); k++) {
+		if (h[k] == '|') {
+			t[n++] = '\r';
+			t[n++] = '\n';
+		} else {
+			t[n++] = h[k];
+		}
+	}
+	t[n] = 0;
+	why[0] = 0;
+	return box_netproxy_head_check(t, n, b, why, wn);
+}
+
+static void test_frame(void)
+{
+	struct box_netproxy_body b;
+	char why[200];
+	size_t k;
+	static const struct { const char *head, *why; } bad[] = {
+		{ "POST / HTTP/1.1|Content-Length: 5|Transfer-Encoding: chunked||",
+		  "both Content-Length and Transfer-Encoding" },
+		{ "POST / HTTP/1.1|Transfer-Encoding: chunked|Content-Length: 5||",
+		  "both Content-Length and Transfer-Encoding" },
+		{ "POST / HTTP/1.1|Content-Length: 5|Content-Length: 5||", "Content-Length given twice" },
+		{ "POST / HTTP/1.1|Content-Length: 5|content-length: 6||", "Content-Length given twice" },
+		{ "POST / HTTP/1.1|Content-Length: +5||", "an invalid Content-Length" },
+		{ "POST / HTTP/1.1|Content-Length: 5 5||", "an invalid Content-Length" },
+		{ "POST / HTTP/1.1|Content-Length: 0x5||", "an invalid Content-Length" },
+		{ "POST / HTTP/1.1|Content-Length: ||", "an invalid Content-Length" },
+		{ "POST / HTTP/1.1|Content-Length: 1234567890123456789||", "an invalid Content-Length" },
+		{ "POST / HTTP/1.1|Transfer-Encoding: gzip, chunked||",
+		  "a Transfer-Encoding other than one \"chunked\"" },
+		{ "POST / HTTP/1.1|Transfer-Encoding: chunked|Transfer-Encoding: chunked||",
+		  "a Transfer-Encoding other than one \"chunked\"" },
+		{ "POST / HTTP/1.1|Transfer-Encoding: xchunked||",
+		  "a Transfer-Encoding other than one \"chunked\"" },
+		{ "POST / HTTP/1.1|Transfer-Encoding : chunked||", "a malformed header name" },
+		{ "POST / HTTP/1.1| Transfer-Encoding: chunked||", "a folded header line (obs-fold)" },
+		{ "POST / HTTP/1.1|X: a|\tb||", "a folded header line (obs-fold)" },
+		{ "POST / HTTP/1.1|: v||", "a malformed header name" },
+		{ "POST / HTTP/1.1|X(y): v||", "a malformed header name" },
+		{ "POST / HTTP/1.1|novalue||", "a malformed header name" },
+		{ "POST / HTTP/1.1\nX: v||", "a bare LF in the request head" },
+		{ "POST / HTTP/1.1|X: v\n|", "a bare LF in the request head" },
+		{ "POST / HTTP/1.1|X: a\rb||", "a bare CR in the request head" },
+		{ "POST / HTTP/1.1|X: a\x01||", "a control byte in the request head" },
+		{ "POST / HTTP/1.1|X: a\x7f||", "a control byte in the request head" },
+		{ "POST / HTTP/1.0|Transfer-Encoding: chunked||", "Transfer-Encoding in an HTTP/1.0 request" },
+		{ "POST / HTTP/1.1|X: v|", "an unterminated request head" },
+		{ "POST / HTTP/1.1||X: v||", "bytes after the request head's end" },
+	};
+
+	for (k = 0; k < sizeof(bad) / sizeof(bad[0]); k++) {
+		is_int(head(bad[k].head, &b, why, sizeof(why)), -1, "head %zu refused", k);
+		is_str(why, bad[k].why, "head %zu: its reason", k);
+	}
+	is_int(head("GET / HTTP/1.1|Host: a|X: caf\xc3\xa9\t|\r\n", &b, why, sizeof(why)), 0,
+	       "a head without a body (obs-text and a tab in a value)");
+	ok(b.done && !b.chunked, "it has no body");
+	is_int(head("POST / HTTP/1.1|content-LENGTH:\t 12 ||", &b, why, sizeof(why)), 0,
+	       "Content-Length with whitespace around it");
+	ok(!b.done && b.left == 12, "12 bytes to come");
+	is_int((int)box_netproxy_body_take(&b, "hello", 5), 5, "5 of them");
+	is_int((int)box_netproxy_body_take(&b, "worldGET / HTTP/1.1\r\n\r\n", 23), 7,
+	       "the last 7: what follows is not the body's");
+	ok(b.done, "the body has ended");
+	is_int((int)box_netproxy_body_take(&b, "x", 1), 0, "nothing after it");
+	is_int(head("POST / HTTP/1.1|Transfer-Encoding:  Chunked ||", &b, why, sizeof(why)), 0,
+	       "chunked");
+	ok(b.chunked && !b.done, "a chunked body to come");
+	{
+		static const char body[] = "5;ext=\"v\"\r\nhello\r\n1A\r\n"
+					   "abcdefghijklmnopqrstuvwxyz\r\n0\r\nT: v\r\n\r\n";
+		size_t n = sizeof(body) - 1, at = 0;
+		struct box_netproxy_body one;
+
+		one = b;
+		/* byte by byte, as the relay may see it */
+		while (at < n && !one.done) {
+			ssize_t r = box_netproxy_body_take(&one, body + at, 1);
+
+			if (r != 1)
+				break;
+			at++;
+		}
+		ok(one.done && at == n, "a chunked body byte by byte ends at its last CRLF");
+		is_int((int)box_netproxy_body_take(&b, "5;ext=\"v\"\r\nhello\r\n1A\r\n"
+						   "abcdefghijklmnopqrstuvwxyz\r\n0\r\nT: v\r\n\r\n"
+						   "GET /smuggled HTTP/1.1\r\n\r\n", n + 26),
+		       (int)n, "whole: what follows it is not the body's");
+		ok(b.done, "ended");
+	}
+	{
+		static const char *const badb[] = { "zz\r\n", "\r\n", "5\nhello\r\n", "5\r\nhelloXX",
+						    "5\r\nhello\n0\r\n\r\n", "0\r\n\n",
+						    "1234567890abcdef0\r\n", "5 \r\nhello\r\n",
+						    "-5\r\n", "0\r\nT: a\x01\r\n\r\n", "0\r\n T: a\r\n\r\n",
+						    "5\r\nhello\r\n0\r\n\rX", "5;a\x01\r\n" };
+
+		for (k = 0; k < sizeof(badb) / sizeof(badb[0]); k++) {
+			struct box_netproxy_body c;
+
+			head("POST / HTTP/1.1|Transfer-Encoding: chunked||", &c, why, sizeof(why));
+			is_int((int)box_netproxy_body_take(&c, badb[k], strlen(badb[k])), -1,
+			       "chunked body %zu malformed", k);
+		}
+	}
+}
+
 int main(void)
 {
 	(void)tap_skip;
 	test_rules();
 	test_log();
+	test_frame();
 	return done_testing();
 }

@@ -282,6 +282,9 @@ struct conn {
 	char addr[INET6_ADDRSTRLEN + 2];
 	char head[BOX_NETPROXY_HEAD_MAX + 1];
 	size_t head_len, body_off;       /* bytes read, where the head ends */
+	size_t pre;                      /* plain HTTP: bytes of the body read with the head */
+	struct box_netproxy_body body;   /* plain HTTP: the one request's body */
+	const char *end_reason;          /* why an allowed connection was cut, or NULL */
 	uint64_t sent, received;
 };
 
@@ -334,6 +337,8 @@ static void log_end(struct conn *c)
 	cJSON_AddStringToObject(o, "phase", "end");
 	box_json_add_int64(o, "bytes_sent", (int64_t)c->sent);
 	box_json_add_int64(o, "bytes_received", (int64_t)c->received);
+	if (c->end_reason)
+		cJSON_AddStringToObject(o, "reason", c->end_reason);
 	log_attempt(c->px, o);
 	cJSON_Delete(o);
 }
@@ -453,6 +458,216 @@ static int set_authority(struct conn *c, const char *s, size_t n, int def)
 		return -1;
 	c->port = (int)port;
 	return set_host(c, s, colon ? (size_t)(colon - s) : n);
+}
+
+/* ---- one request per connection: the head's checks and the body's framing ---- */
+
+enum { CH_SIZE, CH_EXT, CH_SIZE_LF, CH_DATA, CH_DATA_CR, CH_DATA_LF, CH_TRAILER_START,
+       CH_TRAILER, CH_TRAILER_LF, CH_END_LF };
+
+static int is_tchar(unsigned char ch)
+{
+	return (ch >= '0' && ch <= '9') || (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') ||
+	       (ch && strchr("!#$%&'*+-.^_`|~", ch));
+}
+
+/* a byte a field value or request line may hold: visible, space, tab or obs-text */
+static int is_field_byte(unsigned char ch)
+{
+	return ch == '\t' || (ch >= 0x20 && ch != 0x7f);
+}
+
+/* s[0..n) with optional whitespace trimmed both sides */
+static void ows_trim(const char **s, size_t *n)
+{
+	while (*n && ((*s)[0] == ' ' || (*s)[0] == '\t')) {
+		(*s)++;
+		(*n)--;
+	}
+	while (*n && ((*s)[*n - 1] == ' ' || (*s)[*n - 1] == '\t'))
+		(*n)--;
+}
+
+/* One header line (no CRLF) into *b's counts: 0, or -1 with why. */
+static int head_field(const char *l, size_t n, struct box_netproxy_body *b, int *ncl, int *nte,
+		      char *why, size_t wn)
+{
+	size_t k = 0, vn;
+	const char *v;
+
+	if (l[0] == ' ' || l[0] == '\t')
+		return box_fmt(why, wn, "a folded header line (obs-fold)"), -1;
+	while (k < n && is_tchar((unsigned char)l[k]))
+		k++;
+	if (k == 0 || k >= n || l[k] != ':')
+		return box_fmt(why, wn, "a malformed header name"), -1;
+	v = l + k + 1;
+	vn = n - k - 1;
+	ows_trim(&v, &vn);
+	if (k == 14 && strncasecmp(l, "content-length", 14) == 0) {
+		size_t j;
+
+		if (++*ncl > 1)
+			return box_fmt(why, wn, "Content-Length given twice"), -1;
+		if (vn == 0 || vn > 18)
+			return box_fmt(why, wn, "an invalid Content-Length"), -1;
+		b->left = 0;
+		for (j = 0; j < vn; j++) {
+			if (v[j] < '0' || v[j] > '9')
+				return box_fmt(why, wn, "an invalid Content-Length"), -1;
+			b->left = b->left * 10 + (uint64_t)(v[j] - '0');
+		}
+	} else if (k == 17 && strncasecmp(l, "transfer-encoding", 17) == 0) {
+		if (++*nte > 1 || vn != 7 || strncasecmp(v, "chunked", 7) != 0)
+			return box_fmt(why, wn, "a Transfer-Encoding other than one \"chunked\""), -1;
+		b->chunked = 1;
+	}
+	return 0;
+}
+
+int box_netproxy_head_check(const char *s, size_t n, struct box_netproxy_body *b, char *why,
+			    size_t wn)
+{
+	size_t at = 0, k;
+	int ncl = 0, nte = 0, line = 0;
+
+	memset(b, 0, sizeof(*b));
+	for (k = 0; k < n; k++) {
+		unsigned char ch = (unsigned char)s[k];
+
+		if (ch == '\n' && (k == 0 || s[k - 1] != '\r'))
+			return box_fmt(why, wn, "a bare LF in the request head"), -1;
+		if (ch == '\r' && (k + 1 >= n || s[k + 1] != '\n'))
+			return box_fmt(why, wn, "a bare CR in the request head"), -1;
+		if (ch != '\r' && ch != '\n' && !is_field_byte(ch))
+			return box_fmt(why, wn, "a control byte in the request head"), -1;
+	}
+	while (at < n) {
+		const char *e = memchr(s + at, '\n', n - at);
+		size_t ln;
+
+		if (!e)
+			return box_fmt(why, wn, "an unterminated request head"), -1;
+		ln = (size_t)(e - (s + at)) - 1;   /* without CRLF */
+		if (ln == 0) {
+			if (at + 2 != n)
+				return box_fmt(why, wn, "bytes after the request head's end"), -1;
+			break;
+		}
+		if (line++ > 0 && head_field(s + at, ln, b, &ncl, &nte, why, wn) < 0)
+			return -1;
+		at += ln + 2;
+	}
+	if (line == 0 || at >= n)
+		return box_fmt(why, wn, "an unterminated request head"), -1;
+	if (ncl && nte)
+		return box_fmt(why, wn, "both Content-Length and Transfer-Encoding"), -1;
+	if (nte && memmem(s, (size_t)(strchr(s, '\r') - s), " HTTP/1.0", 9))
+		return box_fmt(why, wn, "Transfer-Encoding in an HTTP/1.0 request"), -1;
+	if (b->chunked) {
+		b->state = CH_SIZE;
+		b->left = 0;
+	}
+	b->done = !b->chunked && b->left == 0;
+	return 0;
+}
+
+static int hexval(unsigned char ch)
+{
+	return ch >= '0' && ch <= '9' ? ch - '0' : ch >= 'a' && ch <= 'f' ? ch - 'a' + 10 :
+	       ch >= 'A' && ch <= 'F' ? ch - 'A' + 10 : -1;
+}
+
+/* chunked framing, one byte at a time except a chunk's data: the bytes taken, or -1 */
+static ssize_t chunked_take(struct box_netproxy_body *b, const char *p, size_t n)
+{
+	size_t k = 0;
+
+	while (k < n && !b->done) {
+		unsigned char ch = (unsigned char)p[k];
+		int bad = 0;
+
+		switch (b->state) {
+		case CH_SIZE:
+			if (hexval(ch) >= 0 && b->digits < 15) {
+				b->left = b->left * 16 + (uint64_t)hexval(ch);
+				b->digits++;
+			} else if (b->digits && (ch == ';' || ch == '\r')) {
+				b->state = ch == ';' ? CH_EXT : CH_SIZE_LF;
+			} else {
+				bad = 1;
+			}
+			break;
+		case CH_EXT:
+			if (ch == '\r')
+				b->state = CH_SIZE_LF;
+			else
+				bad = !is_field_byte(ch);
+			break;
+		case CH_SIZE_LF:
+			bad = ch != '\n';
+			b->digits = 0;
+			b->state = b->left ? CH_DATA : CH_TRAILER_START;
+			break;
+		case CH_DATA: {
+			size_t m = n - k < b->left ? n - k : (size_t)b->left;
+
+			b->left -= m;
+			k += m;
+			if (b->left == 0)
+				b->state = CH_DATA_CR;
+			continue;
+		}
+		case CH_DATA_CR:
+			bad = ch != '\r';
+			b->state = CH_DATA_LF;
+			break;
+		case CH_DATA_LF:
+			bad = ch != '\n';
+			b->state = CH_SIZE;
+			break;
+		case CH_TRAILER_START:
+			if (ch == '\r')
+				b->state = CH_END_LF;
+			else if (ch == ' ' || ch == '\t' || !is_tchar(ch))
+				bad = 1;
+			else
+				b->state = CH_TRAILER;
+			break;
+		case CH_TRAILER:
+			if (ch == '\r')
+				b->state = CH_TRAILER_LF;
+			else
+				bad = !is_field_byte(ch);
+			break;
+		case CH_TRAILER_LF:
+			bad = ch != '\n';
+			b->state = CH_TRAILER_START;
+			break;
+		default:   /* CH_END_LF */
+			bad = ch != '\n';
+			b->done = 1;
+			break;
+		}
+		if (bad)
+			return -1;
+		k++;
+	}
+	return (ssize_t)k;
+}
+
+ssize_t box_netproxy_body_take(struct box_netproxy_body *b, const char *p, size_t n)
+{
+	size_t m;
+
+	if (b->done)
+		return 0;
+	if (b->chunked)
+		return chunked_take(b, p, n);
+	m = n < b->left ? n : (size_t)b->left;
+	b->left -= m;
+	b->done = b->left == 0;
+	return (ssize_t)m;
 }
 
 static int deny_matches(const struct deny_pat *d, const char *host, int port)
@@ -739,6 +954,39 @@ static int open_upstream(struct conn *c, char *why, size_t wn, int *denied)
 	return -1;
 }
 
+/* How many bytes the client may send on now, at most cap: any for a tunnel; for a plain-HTTP
+ * request what is left of its one body (a chunked body is peeked at into c->head, free once
+ * the head is forwarded). 0: the body has ended, the client is read no more; -1: a chunked
+ * body's framing is malformed. */
+static ssize_t client_budget(struct conn *c, size_t cap)
+{
+	struct box_netproxy_body t;
+	ssize_t n;
+
+	if (c->kind != K_HTTP)
+		return (ssize_t)cap;
+	if (c->body.done)
+		return 0;
+	if (!c->body.chunked)
+		return (ssize_t)(cap < c->body.left ? cap : c->body.left);
+	n = recv(c->cfd, c->head, cap < BOX_NETPROXY_HEAD_MAX ? cap : BOX_NETPROXY_HEAD_MAX,
+		 MSG_PEEK);
+	if (n <= 0)
+		return 1;   /* the read itself sees the end or EAGAIN */
+	t = c->body;
+	n = box_netproxy_body_take(&t, c->head, (size_t)n);
+	if (n < 0)
+		c->end_reason = "the request's chunked body is malformed: connection cut";
+	return n;
+}
+
+/* n bytes of what client_budget allowed have passed */
+static void client_advance(struct conn *c, size_t n)
+{
+	if (c->kind == K_HTTP)
+		(void)box_netproxy_body_take(&c->body, c->head, n);
+}
+
 /* relay through pipes: splice(2) moves the bytes in the kernel, without the two copies
  * through this process of relay_copy. 0 when it ran, -1 when no pipe could be had. */
 static int relay_splice(struct conn *c)
@@ -747,6 +995,7 @@ static int relay_splice(struct conn *c)
 		{ c->cfd, c->sfd, { -1, -1 }, 0, 0, &c->sent },
 		{ c->sfd, c->cfd, { -1, -1 }, 0, 0, &c->received },
 	};
+	int bad = 0;
 	const unsigned fl = SPLICE_F_MOVE | SPLICE_F_NONBLOCK;
 	int k, cap = RELAY_PIPE;
 
@@ -762,7 +1011,11 @@ static int relay_splice(struct conn *c)
 		if (fcntl(d[k].p[1], F_SETPIPE_SZ, RELAY_PIPE) < RELAY_PIPE)
 			cap = 65536;
 	}
-	while (!(d[0].eof && d[1].eof && !d[0].len && !d[1].len)) {
+	if (c->kind == K_HTTP && c->body.done) {
+		d[0].eof = 1;   /* a request without a body, or all of it came with the head */
+		d[0].to = -1;
+	}
+	while (!bad && !(d[0].eof && d[1].eof && !d[0].len && !d[1].len)) {
 		struct pollfd p[2] = { { c->cfd, 0, 0 }, { c->sfd, 0, 0 } };
 		int r;
 
@@ -782,16 +1035,29 @@ static int relay_splice(struct conn *c)
 			ssize_t n;
 
 			if (!x->eof && x->len < (size_t)cap && p[k].revents) {
-				n = splice(x->from, NULL, x->p[1], NULL, (size_t)cap - x->len, fl);
+				ssize_t want = k ? cap - (ssize_t)x->len
+						 : client_budget(c, (size_t)cap - x->len);
+
+				if (want < 0) {
+					bad = 1;
+					break;
+				}
+				n = want ? splice(x->from, NULL, x->p[1], NULL, (size_t)want, fl) : 0;
 				if (n > 0) {
 					x->len += (size_t)n;
 					*x->count += (uint64_t)n;
+					if (k == 0)
+						client_advance(c, (size_t)n);
+				} else if (want == 0) {
+					/* the one request has passed: the origin keeps its write side */
+					x->eof = 1;
+					x->to = -1;
 				} else if (n == 0 || (errno != EAGAIN && errno != EINTR)) {
 					x->eof = 1;
 				}
 			}
 			if (x->len) {
-				n = splice(x->p[0], NULL, x->to, NULL, x->len, fl);
+				n = splice(x->p[0], NULL, k ? c->cfd : c->sfd, NULL, x->len, fl);
 				if (n > 0) {
 					x->len -= (size_t)n;
 				} else if (n < 0 && errno != EAGAIN && errno != EINTR) {
@@ -834,6 +1100,8 @@ static void relay_copy(struct conn *c)
 	d[0].buf = malloc(RELAY_BUF);
 	d[1].buf = malloc(RELAY_BUF);
 	fcntl(c->sfd, F_SETFL, O_NONBLOCK);
+	if (c->kind == K_HTTP && c->body.done)
+		d[0].eof = 1;   /* the one request has passed: the origin keeps its write side */
 	while (d[0].buf && d[1].buf && !(d[0].eof && d[1].eof && !d[0].len && !d[1].len)) {
 		struct pollfd p[2] = { { c->cfd, 0, 0 }, { c->sfd, 0, 0 } };
 		int r;
@@ -856,12 +1124,21 @@ static void relay_copy(struct conn *c)
 			struct dir *x = &d[k];
 
 			if (!x->len && !x->eof && p[k].revents) {
-				ssize_t n = recv(x->from, x->buf, RELAY_BUF, 0);
+				ssize_t want = k ? RELAY_BUF : client_budget(c, RELAY_BUF), n;
 
+				if (want <= 0) {
+					x->eof = 1;
+					if (want < 0)
+						d[1].eof = 1;
+					continue;
+				}
+				n = recv(x->from, x->buf, (size_t)want, 0);
 				if (n > 0) {
 					x->len = (size_t)n;
 					x->off = 0;
 					*x->count += (uint64_t)n;
+					if (k == 0)
+						client_advance(c, (size_t)n);
 				} else if (n == 0 || (errno != EAGAIN && errno != EINTR)) {
 					x->eof = 1;
 					shutdown(x->to, SHUT_WR);
@@ -886,20 +1163,13 @@ static void relay_copy(struct conn *c)
 	free(d[1].buf);
 }
 
-static void http_error(struct conn *c, int code, const char *status, const char *why)
+/* What the client still sends is read (a little, briefly) and dropped: closing on unread
+ * bytes would reset the connection and lose the end of the answer. */
+static void drain_client(struct conn *c)
 {
-	char msg[1024], body[700];
-
-	box_fmt(body, sizeof(body), "box network proxy: %s\n", why);
 	int64_t until = box_now_ms() + 1000;
 	size_t drained = 0;
 
-	box_fmt(msg, sizeof(msg), "HTTP/1.1 %d %s\r\nContent-Type: text/plain\r\nContent-Length: "
-		"%zu\r\nConnection: close\r\n\r\n%s", code, status, strlen(body), body);
-	if (send_all(c->cfd, msg, strlen(msg), box_now_ms() + 2000) < 0)
-		return;
-	/* what the client still sends is read (a little, briefly): closing on unread bytes
-	 * would reset the connection and lose the answer */
 	shutdown(c->cfd, SHUT_WR);
 	while (drained < ((size_t)1 << 20) && box_now_ms() < until) {
 		struct pollfd p1 = { c->cfd, POLLIN, 0 };
@@ -915,6 +1185,17 @@ static void http_error(struct conn *c, int code, const char *status, const char 
 	}
 }
 
+static void http_error(struct conn *c, int code, const char *status, const char *why)
+{
+	char msg[1024], body[700];
+
+	box_fmt(body, sizeof(body), "box network proxy: %s\n", why);
+	box_fmt(msg, sizeof(msg), "HTTP/1.1 %d %s\r\nContent-Type: text/plain\r\nContent-Length: "
+		"%zu\r\nConnection: close\r\n\r\n%s", code, status, strlen(body), body);
+	if (send_all(c->cfd, msg, strlen(msg), box_now_ms() + 2000) == 0)
+		drain_client(c);
+}
+
 /* The request rewritten for the origin: origin-form target, the checked Host, no
  * proxy-only or hop-by-hop headers, Connection: close. */
 static int http_forward_head(struct conn *c, const char *version, const char *hdrs,
@@ -925,7 +1206,7 @@ static int http_forward_head(struct conn *c, const char *version, const char *hd
 	const char *l = hdrs;
 	int rc;
 	static const char *const drop[] = { "host:", "connection:", "proxy-connection:",
-					    "proxy-authorization:", "keep-alive:", NULL };
+					    "proxy-authorization:", "keep-alive:", "upgrade:", NULL };
 
 	box_buf_init(&b, BOX_NETPROXY_HEAD_MAX * 2);
 	box_err_init(&err);
@@ -958,10 +1239,10 @@ static int http_forward_head(struct conn *c, const char *version, const char *hd
 		rc = send_all(c->sfd, b.data, b.len, box_now_ms() + CONNECT_MS);
 	if (rc == 0)
 		c->sent += b.len;
-	if (rc == 0 && c->head_len > c->body_off) {
-		rc = send_all(c->sfd, c->head + c->body_off, c->head_len - c->body_off,
-			      box_now_ms() + CONNECT_MS);
-		c->sent += c->head_len - c->body_off;
+	/* of what came with the head, only the body's part: never a second request */
+	if (rc == 0 && c->pre > 0) {
+		rc = send_all(c->sfd, c->head + c->body_off, c->pre, box_now_ms() + CONNECT_MS);
+		c->sent += c->pre;
 	}
 	box_buf_release(&b);
 	return rc;
@@ -1020,9 +1301,17 @@ static void serve_http(struct conn *c)
 
 	for (;;) {
 		c->head[c->head_len] = 0;
-		end = strstr(c->head, "\r\n\r\n");
+		/* the head ends at its first empty line, "\r\n" or a bare "\n" (refused below) */
+		for (end = strchr(c->head, '\n'); end; end = strchr(end + 1, '\n'))
+			if (end[1] == '\n' || (end[1] == '\r' && end[2] == '\n'))
+				break;
+		if (!end && memchr(c->head, 0, c->head_len)) {
+			log_verdict(c, "denied", "a NUL byte in the request head");
+			http_error(c, 400, "Bad Request", "a NUL byte in the request head");
+			return;
+		}
 		if (end) {
-			c->body_off = (size_t)(end - c->head) + 4;
+			c->body_off = (size_t)(end - c->head) + (end[1] == '\n' ? 2 : 3);
 			break;
 		}
 		if (c->head_len >= BOX_NETPROXY_HEAD_MAX) {
@@ -1032,10 +1321,23 @@ static void serve_http(struct conn *c)
 		if (read_more(c, c->head_len + 1, box_now_ms() + HEAD_MS) < 0)
 			return;
 	}
-	if (http_parse(c, version, sizeof(version), &hdrs, why, sizeof(why)) < 0) {
+	if (box_netproxy_head_check(c->head, c->body_off, &c->body, why, sizeof(why)) < 0 ||
+	    http_parse(c, version, sizeof(version), &hdrs, why, sizeof(why)) < 0) {
 		log_verdict(c, "denied", why);
 		http_error(c, 400, "Bad Request", why);
 		return;
+	}
+	if (c->kind == K_HTTP) {
+		ssize_t pre = box_netproxy_body_take(&c->body, c->head + c->body_off,
+						     c->head_len - c->body_off);
+
+		if (pre < 0) {
+			box_fmt(why, sizeof(why), "the request's chunked body is malformed");
+			log_verdict(c, "denied", why);
+			http_error(c, 400, "Bad Request", why);
+			return;
+		}
+		c->pre = (size_t)pre;
 	}
 	verdict = rules_verdict(c, why, sizeof(why));
 	if (verdict) {
@@ -1059,10 +1361,13 @@ static void serve_http(struct conn *c)
 				c->sent += c->head_len - c->body_off;
 			relay(c);
 		}
-	} else if (http_forward_head(c, version, hdrs, c->head + c->body_off - 2) == 0) {
-		relay(c);
+		log_end(c);
+	} else {
+		if (http_forward_head(c, version, hdrs, c->head + c->body_off - 2) == 0)
+			relay(c);
+		log_end(c);
+		drain_client(c);
 	}
-	log_end(c);
 }
 
 static void socks_reply(struct conn *c, unsigned char code)

@@ -53,6 +53,36 @@ pid_t box_netproxy_spawn(const char *sdir, int pidfd, const int *nsfds);
 int box_netproxy_control(const char *sdir, int expose, int guest_port, int *host_port,
 			 struct box_err *err);
 
+/*
+ * How the body of one plain-HTTP request is framed, and how much of it has passed: the proxy
+ * forwards exactly one request per connection, so nothing after its body reaches the origin
+ * unchecked (no pipelined or smuggled second request).
+ */
+struct box_netproxy_body {
+	int chunked;          /* Transfer-Encoding: chunked; else Content-Length (0 when absent) */
+	int done;             /* the whole body has passed */
+	uint64_t left;        /* Content-Length: bytes still to pass; chunked: of this chunk */
+	int state;            /* chunked: where in the framing */
+	int digits;           /* chunked: hex digits of the size line so far */
+};
+
+/*
+ * Checks a request head s[0..n) (request line, header lines, the empty line) and fills *b from
+ * it. Refused (-1 with why): a bare LF or CR, a control byte, obs-fold (a line starting with
+ * a space or tab), a header name not a token or with space before its colon, Content-Length
+ * twice (even equal) or not digits, Transfer-Encoding other than one "chunked", both
+ * Content-Length and Transfer-Encoding, Transfer-Encoding in an HTTP/1.0 request.
+ */
+int box_netproxy_head_check(const char *s, size_t n, struct box_netproxy_body *b, char *why,
+			    size_t wn);
+
+/*
+ * How many of the next bytes p[0..n) belong to the body (the rest is after it: never
+ * forwarded); b advances past them, and b->done is set at the body's end. -1 when a chunked
+ * body's framing is malformed (a bad size, a missing CRLF, a bare LF, a control byte).
+ */
+ssize_t box_netproxy_body_take(struct box_netproxy_body *b, const char *p, size_t n);
+
 /* The size of SDIR/run/net.log now: where the attempts of an exec that starts now begin. */
 int64_t box_netproxy_log_mark(const char *sdir);
 
