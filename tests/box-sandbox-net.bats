@@ -129,7 +129,7 @@ mk() {
 	jqe '(.network | length) >= 6'
 	# the guest has the proxy in its environment and nothing else: only lo
 	run_sb exec n1 -- sh -c 'echo "$HTTP_PROXY $HTTPS_PROXY $ALL_PROXY"; tail -n +3 /proc/net/dev | cut -d: -f1 | tr -d " "'
-	sb_ok '.stdout == "http://127.0.0.1:3128 http://127.0.0.1:3128 socks5h://127.0.0.1:3128\nlo\n"'
+	sb_ok '.stdout | test("^http://127.0.0.1:(?<p>[0-9]+) http://127.0.0.1:\\k<p> socks5h://127.0.0.1:\\k<p>\nlo\n$")'
 }
 
 @test "unlisted host, IP literal, *.suffix vs apex, wrong port, wrong method: denied and reported" {
@@ -166,9 +166,10 @@ mk() {
 	jqe '[.network[] | select(.verdict == "allowed")] | length == 1'
 	jqe "any(.network[]; .method == \"POST\" and .reason == \"no allow rule matches POST http://a.svc.test:$HPORT/\")"
 	jqe 'all(.network[] | select(.verdict == "denied"); .bytes_sent == 0 and .bytes_received == 0 and (has("address") | not))'
-	# names were looked up only for what passed the rules
-	run grep -c . "$L/dns.log"
-	assert_output 1
+	# names were looked up only for what passed the rules (A and AAAA, once each)
+	run cat "$L/dns.log"
+	assert_output "a.svc.test
+a.svc.test AAAA"
 }
 
 @test "a name resolving to a loopback, private, CGNAT, metadata, multicast or host address is refused" {
@@ -376,6 +377,64 @@ show('chunk-size', ask(req(b'/ok/bad', method=b'POST', extra=te) + b'zz\r\n' + s
 	assert_equal "$(grep -c "^POST /ok/[34] HTTP/1.1 | Host: pkgs.test:$KPORT | b'hello'\$" "$L/keep.log")" 2
 	assert_equal "$(grep -c "^POST /ok/[56] HTTP/1.1 | Host: pkgs.test:$KPORT | b'5.*hello.r.n0.r.n.*.r.n'\$" "$L/keep.log")" 2
 	assert_equal "$(grep -c . "$L/keep.log")" 6
+}
+
+@test "each exec has its own proxy port and sees only its own attempts; [::1] serves too" {
+	mk n11 --allow-host "pkgs.test:$HPORT" --allow-host "$OUT_IP:$HPORT"
+	# two execs started together (side by side when the session lets them overlap, else one
+	# after the other): each result and each --events stream holds its own attempts only
+	box-sandbox exec n11 --events -- sh -c "echo \$HTTP_PROXY; curl -s -m 20 http://a.svc.test:$HPORT/;
+		sleep 4; curl -s -m 20 http://b.svc.test:$HPORT/" >"$T/a.out" 2>"$T/a.err" &
+	pa=$!
+	sleep 1
+	box-sandbox exec n11 --events -- sh -c "echo \$HTTP_PROXY; curl -s -m 20 http://pkgs.test:$HPORT/;
+		sleep 1; curl -s -m 20 http://c.svc.test:$HPORT/" >"$T/b.out" 2>"$T/b.err" &
+	pb=$!
+	wait "$pa"
+	wait "$pb"
+	cat "$T/a.out" "$T/b.out"
+	a=$(jq -c 'select(.ok != null)' "$T/a.out")
+	b=$(jq -c 'select(.ok != null)' "$T/b.out")
+	jqe '[.network[].host] == ["a.svc.test", "b.svc.test"]' "$a"
+	jqe '[.network[].host] == ["pkgs.test", "c.svc.test"]' "$b"
+	assert_equal "$(jq -r 'select(.event == "network") | .host' "$T/a.out" | tr '\n' ' ')" "a.svc.test b.svc.test "
+	assert_equal "$(jq -r 'select(.event == "network") | .host' "$T/b.out" | tr '\n' ' ')" "pkgs.test c.svc.test "
+	aport=$(jq -r '.stdout | split("\n")[0]' <<<"$a")
+	[[ $aport =~ ^http://127\.0\.0\.1:[0-9]+$ ]]
+	[ "$aport" != http://127.0.0.1:3128 ]
+	# an exec's port closes with it; the shared port and both ports on [::1] serve
+	run_sb exec n11 -- sh -c "curl -s -m 10 -x $aport --noproxy '' http://pkgs.test:$HPORT/; echo \$?
+		curl -s -m 20 -x http://[::1]:3128 --noproxy '' http://pkgs.test:$HPORT/
+		curl -s -m 20 -x \"http://[::1]:\${HTTP_PROXY##*:}\" --noproxy '' http://pkgs.test:$HPORT/
+		curl -s -m 20 -x socks5h://[::1]:3128 http://pkgs.test:$HPORT/"
+	sb_ok '.stdout == "7\nOUTSIDE-OK\nOUTSIDE-OK\nOUTSIDE-OK\n"'
+	jqe '[.network[] | .verdict] == ["allowed", "allowed", "allowed"]'
+}
+
+@test "a name whose AAAA is loopback, unique local, link-local, mapped, NAT64 or metadata is refused" {
+	cat >"$L/dns.json" <<-EOF
+		{"lo6.test": ["::1"], "ula.test": ["fd12::1"], "ll.test": ["fe80::1"],
+		 "mapped.test": ["::ffff:127.0.0.1"], "nat64.test": ["64:ff9b::a00:1"],
+		 "meta6.test": ["fd00:ec2::254"], "doc.test": ["2001:db8::1"],
+		 "both.test": ["$OUT_IP", "::1"], "host6.test": ["::1"]}
+	EOF
+	mk n12 --allow-host "*.test:$HPORT" --allow-host "$OUT_IP:$HPORT"
+	run_sb exec n12 -- sh -c "for h in lo6 ula ll mapped nat64 meta6 doc; do curl -s -m 20 http://\$h.test:$HPORT/; done
+		curl -s -m 20 http://both.test:$HPORT/"
+	sb_ok
+	jqe "[.stdout | split(\"\n\")[] | select(length > 0)] == [
+		\"box network proxy: lo6.test resolves to [::1], a loopback address no rule names\",
+		\"box network proxy: ula.test resolves to [fd12::1], a unique local address no rule names\",
+		\"box network proxy: ll.test resolves to [fe80::1], a link-local address no rule names\",
+		\"box network proxy: mapped.test resolves to [::ffff:127.0.0.1], a loopback address no rule names\",
+		\"box network proxy: nat64.test resolves to [64:ff9b::a00:1], a private address no rule names\",
+		\"box network proxy: meta6.test resolves to [fd00:ec2::254], a cloud metadata address no rule names\",
+		\"box network proxy: doc.test resolves to [2001:db8::1], a documentation address no rule names\",
+		\"OUTSIDE-OK\"]"
+	# a rule naming the address lets it through: the proxy connects to the host's [::1]
+	mk n12b --allow-host "host6.test:$HPORT" --allow-host "[::1]:$HPORT"
+	run_sb exec n12b -- curl -s -m 20 "http://host6.test:$HPORT/"
+	sb_ok '.network[0].address == "[::1]" and (.network[0].verdict == "allowed" or .network[0].verdict == "error")'
 }
 
 @test "delete ends the proxy; it runs as nobody; the guest's listener is its own namespace's" {

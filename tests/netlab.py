@@ -2,10 +2,11 @@
 """Servers for tests/box-sandbox-net.bats and bench/network.sh.
 
 netlab.py dns PORTFILE MAPFILE LOGFILE
-    A DNS server on 127.0.0.1 (UDP, A records only). MAPFILE is JSON, read at each query:
-    {"name": ["ip", ...]} or {"name": {"first": "ip", "then": "ip"}} (the first query of the
-    name gets first, every later one then: a rebinding answer). Each query's name is appended
-    to LOGFILE. TTL 0.
+    A DNS server on 127.0.0.1 (UDP, A and AAAA records). MAPFILE is JSON, read at each query:
+    {"name": ["ip", ...]} or {"name": {"first": "ip", "then": "ip"}} (the first A query of the
+    name gets first, every later one then: a rebinding answer); an A query gets the IPv4
+    addresses, an AAAA query the IPv6 ones. Each A query's name is appended to LOGFILE, an
+    AAAA query's as "NAME AAAA". TTL 0.
 netlab.py http DIR PORTFILE [ADDR [PORT [CERT KEY]]]
     A threaded HTTP (or, with CERT and KEY, HTTPS) server of DIR on ADDR (127.0.0.1) and PORT
     (0: any; the port is written to PORTFILE). POST answers "posted N" (N bytes read).
@@ -45,7 +46,7 @@ def dns(portfile, mapfile, logfile):
         qtype = struct.unpack("!H", q[at + 1:at + 3])[0] if at + 3 <= len(q) else 0
         question = q[12:at + 5]
         with open(logfile, "a") as f:
-            f.write(name + "\n")
+            f.write(name + (" AAAA" if qtype == 28 else "") + "\n")
         try:
             with open(mapfile) as f:
                 table = json.load(f)
@@ -54,13 +55,16 @@ def dns(portfile, mapfile, logfile):
         ans = table.get(name)
         if isinstance(ans, dict):
             ans = [ans["first"] if name not in seen else ans["then"]]
-        seen[name] = True
-        ips = ans if (ans and qtype == 1) else []
+            if qtype == 1:
+                seen[name] = True
+        fam = {1: socket.AF_INET, 28: socket.AF_INET6}.get(qtype)
+        ips = [ip for ip in (ans or []) if fam and (":" in ip) == (fam == socket.AF_INET6)]
         rcode = 0 if name in table else 3
         hdr = q[:2] + struct.pack("!HHHHH", 0x8180 | rcode, 1, len(ips), 0, 0)
         body = question
         for ip in ips:
-            body += b"\xc0\x0c" + struct.pack("!HHIH", 1, 1, 0, 4) + socket.inet_aton(ip)
+            raw = socket.inet_pton(fam, ip)
+            body += b"\xc0\x0c" + struct.pack("!HHIH", qtype, 1, 0, len(raw)) + raw
         s.sendto(hdr + body, peer)
 
 

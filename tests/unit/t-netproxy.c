@@ -84,7 +84,7 @@ static void test_log(void)
 	int64_t mark, t0;
 
 	ok(mkdtemp(dir) != NULL, "a session directory");
-	ok(box_netproxy_attempts(dir, 0, 0) == NULL, "no log: no attempts");
+	ok(box_netproxy_attempts(dir, 0, NULL, 0) == NULL, "no log: no attempts");
 	box_err_init(&err);
 	is_int(box_netproxy_save_rules(dir, allow, NULL, &err), 0, "rules saved");
 	box_fmt(p, sizeof(p), "%s/run/net-rules.json", dir);
@@ -108,7 +108,7 @@ static void test_log(void)
 		  "\"verdict\":\"allowed\"}\n"
 		  "{\"id\":5,\"phase\":\"en", 1);
 	t0 = box_now_ms();
-	arr = box_netproxy_attempts(dir, mark, 300);
+	arr = box_netproxy_attempts(dir, mark, NULL, 300);
 	ok(box_now_ms() - t0 >= 250, "an open connection is waited for (bounded)");
 	is_int(cJSON_GetArraySize(arr), 3, "three attempts since the mark; a partial line is left");
 	a = cJSON_GetArrayItem(arr, 0);
@@ -128,7 +128,7 @@ static void test_log(void)
 	/* the proxy started its log again: a mark past the end reads it from the start */
 	write_log(dir, "{\"id\":9,\"phase\":\"end\",\"kind\":\"http\",\"host\":\"n.test\",\"port\":80,"
 		  "\"verdict\":\"denied\",\"bytes_sent\":0,\"bytes_received\":0}\n", 0);
-	arr = box_netproxy_attempts(dir, mark + 100000, 0);
+	arr = box_netproxy_attempts(dir, mark + 100000, NULL, 0);
 	is_int(cJSON_GetArraySize(arr), 1, "a log started again is read from its start");
 	cJSON_Delete(arr);
 	/* at most BOX_NETPROXY_ATTEMPTS_MAX */
@@ -144,7 +144,7 @@ static void test_log(void)
 		box_buf_append(&big, "", 1, &err);
 		write_log(dir, big.data, 0);
 		box_buf_release(&big);
-		arr = box_netproxy_attempts(dir, 0, 0);
+		arr = box_netproxy_attempts(dir, 0, NULL, 0);
 		is_int(cJSON_GetArraySize(arr), BOX_NETPROXY_ATTEMPTS_MAX, "at most %d attempts",
 		       BOX_NETPROXY_ATTEMPTS_MAX);
 		cJSON_Delete(arr);
@@ -153,6 +153,54 @@ static void test_log(void)
 	(void)!system(p);
 }
 
+
+/* concurrent execs: each sees the attempts on its own listeners, and the shared port's */
+static void test_tags(void)
+{
+	char dir[] = "/tmp/t-netproxy-XXXXXX";
+	cJSON *arr, *it;
+	char hosts[256];
+	size_t at = 0;
+	struct box_err err;
+
+	box_err_init(&err);
+	ok(mkdtemp(dir) != NULL, "a session directory");
+	is_int(box_netproxy_save_rules(dir, NULL, NULL, &err), 0, "its run directory");
+	write_log(dir, "{\"id\":1,\"exec\":\"7.1\",\"phase\":\"open\",\"kind\":\"http\",\"host\":\"a.test\","
+		  "\"port\":80,\"verdict\":\"allowed\"}\n"
+		  "{\"id\":2,\"exec\":\"7.2\",\"phase\":\"open\",\"kind\":\"http\",\"host\":\"b.test\","
+		  "\"port\":80,\"verdict\":\"allowed\"}\n"
+		  "{\"id\":3,\"phase\":\"end\",\"kind\":\"http\",\"host\":\"shared.test\",\"port\":80,"
+		  "\"verdict\":\"denied\",\"bytes_sent\":0,\"bytes_received\":0}\n"
+		  "{\"id\":2,\"phase\":\"end\",\"bytes_sent\":5,\"bytes_received\":6}\n"
+		  "{\"id\":1,\"phase\":\"end\",\"bytes_sent\":1,\"bytes_received\":2}\n"
+		  "{\"id\":4,\"exec\":\"7.2\",\"phase\":\"end\",\"kind\":\"http\",\"host\":\"b2.test\","
+		  "\"port\":80,\"verdict\":\"denied\",\"bytes_sent\":0,\"bytes_received\":0}\n", 0);
+	arr = box_netproxy_attempts(dir, 0, "7.1", 0);
+	cJSON_ArrayForEach(it, arr)
+		at += (size_t)box_fmt(hosts + at, sizeof(hosts) - at, "%s%s ",
+				      cJSON_GetStringValue(cJSON_GetObjectItem(it, "host")),
+				      cJSON_GetObjectItem(it, "exec") ? "+exec" : "");
+	is_str(hosts, "a.test shared.test ", "exec 7.1: its own and the shared port's, no tag shown");
+	ok(cJSON_GetObjectItem(cJSON_GetArrayItem(arr, 0), "bytes_received")->valuedouble == 2,
+	   "its own end line");
+	cJSON_Delete(arr);
+	arr = box_netproxy_attempts(dir, 0, "7.2", 0);
+	at = 0;
+	hosts[0] = 0;
+	cJSON_ArrayForEach(it, arr)
+		at += (size_t)box_fmt(hosts + at, sizeof(hosts) - at, "%s ",
+				      cJSON_GetStringValue(cJSON_GetObjectItem(it, "host")));
+	is_str(hosts, "b.test shared.test b2.test ", "exec 7.2: its own");
+	ok(cJSON_GetObjectItem(cJSON_GetArrayItem(arr, 0), "bytes_received")->valuedouble == 6,
+	   "its own end line, not the other's");
+	cJSON_Delete(arr);
+	arr = box_netproxy_attempts(dir, 0, NULL, 0);
+	is_int(cJSON_GetArraySize(arr), 4, "without a tag: all of them");
+	cJSON_Delete(arr);
+	box_fmt(hosts, sizeof(hosts), "rm -rf '%s'", dir);
+	(void)!system(hosts);
+}
 
 /* head_check on a head given with "|" for CRLF */
 static int head(const char *h, struct box_netproxy_body *b, char *why, size_t wn)
@@ -275,5 +323,6 @@ int main(void)
 	test_rules();
 	test_log();
 	test_frame();
+	test_tags();
 	return done_testing();
 }

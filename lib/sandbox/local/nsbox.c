@@ -1211,20 +1211,41 @@ static void collect_outputs(const struct box_sbprov_session *s, struct box_sbexe
 }
 
 static cJSON *limit_scopes(int cgroup);
-/* What a guest with network rules gets: the proxy for every client that reads them. */
-#define PROXY_URL "http://127.0.0.1:3128"
-static const char *const proxy_env[] = {
-	"HTTP_PROXY=" PROXY_URL, "HTTPS_PROXY=" PROXY_URL, "ALL_PROXY=socks5h://127.0.0.1:3128",
-	"http_proxy=" PROXY_URL, "https_proxy=" PROXY_URL, "all_proxy=socks5h://127.0.0.1:3128",
-	"NO_PROXY=localhost,127.0.0.1,::1", "no_proxy=localhost,127.0.0.1,::1", NULL,
+/* What a guest with network rules gets: the proxy for every client that reads them, at the
+ * exec's own port (the shared one, BOX_NETPROXY_PORT, when the proxy gave none). */
+struct proxy_env {
+	int fd;                 /* holds the exec's listeners, or -1 */
+	char tag[24];
+	char v[8][64];
 };
+
+static void proxy_env_add(const struct box_sbprov_session *s, struct proxy_env *pe,
+			  const char **envp, size_t *n)
+{
+	static const char *const names[] = { "HTTP_PROXY=http", "HTTPS_PROXY=http",
+					     "ALL_PROXY=socks5h", "http_proxy=http",
+					     "https_proxy=http", "all_proxy=socks5h" };
+	int port = BOX_NETPROXY_PORT;
+	size_t k;
+
+	pe->fd = box_netproxy_exec_open(s->sdir, &port, pe->tag, sizeof(pe->tag),
+					&(struct box_err){ 0 });
+	if (pe->fd < 0)
+		port = BOX_NETPROXY_PORT;
+	for (k = 0; k < 6; k++) {
+		box_fmt(pe->v[k], sizeof(pe->v[k]), "%s://127.0.0.1:%d", names[k], port);
+		envp[(*n)++] = pe->v[k];
+	}
+	envp[(*n)++] = "NO_PROXY=localhost,127.0.0.1,::1";
+	envp[(*n)++] = "no_proxy=localhost,127.0.0.1,::1";
+}
 
 /* The exec's network attempts (the proxy's log since mark): the result's "network", and one
  * --events line each. */
 static void add_network(const struct box_sbprov_session *s, const struct box_sbexec *e,
-			struct box_sbexec_result *r, int64_t mark)
+			struct box_sbexec_result *r, int64_t mark, const struct proxy_env *pe)
 {
-	cJSON *arr = box_netproxy_attempts(s->sdir, mark, 1000), *it;
+	cJSON *arr = box_netproxy_attempts(s->sdir, mark, pe->fd >= 0 ? pe->tag : NULL, 1000), *it;
 
 	if (!arr)
 		arr = cJSON_CreateArray();
@@ -1245,6 +1266,7 @@ static int local_exec(struct box_sbprov_session *s, const struct box_sbexec *e,
 	struct box_nsbox_config c;
 	struct box_sbexec x;
 	struct box_nsbox_inst i;
+	struct proxy_env pe = { .fd = -1 };
 	const char *envp[GUEST_ENV_MAX + 1];
 	char sess[BOX_SBSTATE_ID_MAX + 16], tool_bin[PATH_MAX];
 	size_t n = 0, k;
@@ -1260,25 +1282,33 @@ static int local_exec(struct box_sbprov_session *s, const struct box_sbexec *e,
 	envp[n++] = sess;
 	if (cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(
 				       pdata(s, "config"), "net"), "allow")) > 0)
-		for (k = 0; proxy_env[k]; k++)
-			envp[n++] = proxy_env[k];
+		proxy_env_add(s, &pe, envp, &n);
 	for (k = 0; e->env && e->env[k]; k++)
 		env_set(envp, &n, GUEST_ENV_MAX, e->env[k]);
 	envp[n] = NULL;
-	if (empty_output(s, err) < 0)
+	if (empty_output(s, err) < 0) {
+		if (pe.fd >= 0)
+			close(pe.fd);
 		return -1;
+	}
 	config_of(s, &c, NULL, tool_bin, sizeof(tool_bin));
 	inst_of(s, &i);
 	/* the command gets the whole environment: the base, then the session's and the exec's */
 	x = *e;
 	x.env = envp;
 	mark = box_netproxy_log_mark(s->sdir);
-	if (box_nsbox_exec(&i, &c, &x, r, err) < 0)
+	if (box_nsbox_exec(&i, &c, &x, r, err) < 0) {
+		if (pe.fd >= 0)
+			close(pe.fd);
 		return -1;
+	}
+	/* the exec's processes have all ended: its listeners go */
+	if (pe.fd >= 0)
+		close(pe.fd);
 	if ((r->extra || (r->extra = cJSON_CreateObject())))
 		cJSON_AddItemToObject(r->extra, "limit_scopes",
 				      limit_scopes(strcmp(r->limits_enforced_by, "cgroup") == 0));
-	add_network(s, e, r, mark);
+	add_network(s, e, r, mark, &pe);
 	collect_outputs(s, r);
 	return 0;
 }
