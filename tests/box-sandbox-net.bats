@@ -411,6 +411,18 @@ show('chunk-size', ask(req(b'/ok/bad', method=b'POST', extra=te) + b'zz\r\n' + s
 	jqe '[.network[] | .verdict] == ["allowed", "allowed", "allowed"]'
 }
 
+@test "--events gives each attempt while the command runs, once it has ended" {
+	mk n13 --allow-host "pkgs.test:$HPORT" --allow-host "$OUT_IP:$HPORT"
+	run_sb exec n13 --events -- sh -c "curl -s -m 20 http://pkgs.test:$HPORT/ >/dev/null
+		curl -s -m 20 http://no.test:$HPORT/ >/dev/null; sleep 8; echo after"
+	assert_equal "$status" 0
+	# each network line comes before the output the command wrote 8 s after its attempts
+	jq -r '.event // "result"' <<<"$output" | tr '\n' ' ' >"$T/order"
+	assert_equal "$(cat "$T/order")" "network network stdout result "
+	jqe 'select(.event == "network" and .host == "pkgs.test") | .verdict == "allowed" and .bytes_received > 0' "$(sed -n 1p <<<"$output")"
+	jqe 'select(.ok != null) | [.network[].host] == ["pkgs.test", "no.test"]' "$(tail -1 <<<"$output")"
+}
+
 @test "a name whose AAAA is loopback, unique local, link-local, mapped, NAT64 or metadata is refused" {
 	cat >"$L/dns.json" <<-EOF
 		{"lo6.test": ["::1"], "ula.test": ["fd12::1"], "ll.test": ["fe80::1"],

@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/ioctl.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -1383,10 +1384,15 @@ static void serve_http(struct conn *c)
 		}
 		log_end(c);
 	} else {
+		int unread = 0;
+
 		if (http_forward_head(c, version, hdrs, c->head + c->body_off - 2) == 0)
 			relay(c);
 		log_end(c);
-		drain_client(c);
+		/* bytes after the request (a second one) are dropped, read first so that the
+		 * close does not reset the connection before the client has the answer */
+		if (ioctl(c->cfd, FIONREAD, &unread) == 0 && unread > 0)
+			drain_client(c);
 	}
 }
 

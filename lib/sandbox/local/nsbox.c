@@ -1240,20 +1240,57 @@ static void proxy_env_add(const struct box_sbprov_session *s, struct proxy_env *
 	envp[(*n)++] = "no_proxy=localhost,127.0.0.1,::1";
 }
 
-/* The exec's network attempts (the proxy's log since mark): the result's "network", and one
- * --events line each. */
-static void add_network(const struct box_sbprov_session *s, const struct box_sbexec *e,
-			struct box_sbexec_result *r, int64_t mark, const struct proxy_env *pe)
+/* --events network lines while the command runs: each attempt once it has ended, in the
+ * order of the result's array (one still open holds back those after it). */
+struct net_live {
+	const struct box_sbprov_session *s;
+	const struct box_sbexec *e;
+	const struct proxy_env *pe;
+	int64_t mark, last_ms;
+	int emitted;
+};
+
+static void net_emit(struct net_live *nl, const cJSON *arr, int all)
 {
-	cJSON *arr = box_netproxy_attempts(s->sdir, mark, pe->fd >= 0 ? pe->tag : NULL, 1000), *it;
+	const cJSON *it;
+	int k = 0;
+
+	cJSON_ArrayForEach(it, arr) {
+		if (k++ < nl->emitted)
+			continue;
+		if (!all && cJSON_IsNull(cJSON_GetObjectItemCaseSensitive(it, "bytes_sent")))
+			break;
+		nl->e->on_network(nl->e->ctx, it);
+		nl->emitted = k;
+	}
+}
+
+static void net_tick(void *ctx)
+{
+	struct net_live *nl = ctx;
+	cJSON *arr;
+
+	if (box_now_ms() - nl->last_ms < 500)
+		return;
+	nl->last_ms = box_now_ms();
+	arr = box_netproxy_attempts(nl->s->sdir, nl->mark, nl->pe->fd >= 0 ? nl->pe->tag : NULL, 0);
+	net_emit(nl, arr, 0);
+	cJSON_Delete(arr);
+}
+
+/* The exec's network attempts (the proxy's log since mark): the result's "network", and one
+ * --events line each (those net_tick has not given yet). */
+static void add_network(const struct box_sbprov_session *s, const struct box_sbexec *e,
+			struct box_sbexec_result *r, struct net_live *nl, const struct proxy_env *pe)
+{
+	cJSON *arr = box_netproxy_attempts(s->sdir, nl->mark, pe->fd >= 0 ? pe->tag : NULL, 1000);
 
 	if (!arr)
 		arr = cJSON_CreateArray();
 	if (!arr)
 		return;
 	if (e->on_network)
-		cJSON_ArrayForEach(it, arr)
-			e->on_network(e->ctx, it);
+		net_emit(nl, arr, 1);
 	if (!r->extra)
 		r->extra = cJSON_CreateObject();
 	if (!r->extra || !cJSON_AddItemToObject(r->extra, "network", arr))
@@ -1267,10 +1304,10 @@ static int local_exec(struct box_sbprov_session *s, const struct box_sbexec *e,
 	struct box_sbexec x;
 	struct box_nsbox_inst i;
 	struct proxy_env pe = { .fd = -1 };
+	struct net_live nl;
 	const char *envp[GUEST_ENV_MAX + 1];
 	char sess[BOX_SBSTATE_ID_MAX + 16], tool_bin[PATH_MAX];
 	size_t n = 0, k;
-	int64_t mark;
 
 	box_fmt(sess, sizeof(sess), "BOX_SESSION=%s", s->id);
 	envp[n++] = "PATH=" GUEST_PATH;
@@ -1296,7 +1333,11 @@ static int local_exec(struct box_sbprov_session *s, const struct box_sbexec *e,
 	/* the command gets the whole environment: the base, then the session's and the exec's */
 	x = *e;
 	x.env = envp;
-	mark = box_netproxy_log_mark(s->sdir);
+	nl = (struct net_live){ s, e, &pe, box_netproxy_log_mark(s->sdir), 0, 0 };
+	if (e->on_network) {
+		x.on_tick = net_tick;
+		x.tick_ctx = &nl;
+	}
 	if (box_nsbox_exec(&i, &c, &x, r, err) < 0) {
 		if (pe.fd >= 0)
 			close(pe.fd);
@@ -1308,7 +1349,7 @@ static int local_exec(struct box_sbprov_session *s, const struct box_sbexec *e,
 	if ((r->extra || (r->extra = cJSON_CreateObject())))
 		cJSON_AddItemToObject(r->extra, "limit_scopes",
 				      limit_scopes(strcmp(r->limits_enforced_by, "cgroup") == 0));
-	add_network(s, e, r, mark, &pe);
+	add_network(s, e, r, &nl, &pe);
 	collect_outputs(s, r);
 	return 0;
 }
