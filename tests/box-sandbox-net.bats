@@ -57,12 +57,18 @@ setup_file() {
 	python3 "$BATS_TEST_DIRNAME/netlab.py" dns "$L/dport" "$L/dns.json" "$L/dns.log" \
 		>/dev/null 2>&1 3>&- &
 	echo $! >>"$L/pids"
+	# a careless origin that keeps connections open and answers pipelined requests
+	ip netns exec "$NS" python3 "$BATS_TEST_DIRNAME/netlab.py" keep "$L/kport" "$OUT_IP" \
+		"$L/keep.log" >/dev/null 2>&1 3>&- &
+	echo $! >>"$L/pids"
 	wait_file "$L/oport"
 	wait_file "$L/sport"
+	wait_file "$L/kport"
+	KPORT=$(cat "$L/kport")
 	wait_file "$L/dport"
 	SPORT=$(cat "$L/sport")
 	BOX_NET_DNS=127.0.0.1:$(cat "$L/dport")
-	export L NS HPORT SPORT BOX_NET_DNS
+	export L NS HPORT SPORT KPORT BOX_NET_DNS
 }
 
 # wait_file F: F exists (at most 20 s)
@@ -123,7 +129,7 @@ mk() {
 	jqe '(.network | length) >= 6'
 	# the guest has the proxy in its environment and nothing else: only lo
 	run_sb exec n1 -- sh -c 'echo "$HTTP_PROXY $HTTPS_PROXY $ALL_PROXY"; tail -n +3 /proc/net/dev | cut -d: -f1 | tr -d " "'
-	sb_ok '.stdout == "http://127.0.0.1:3128 http://127.0.0.1:3128 socks5h://127.0.0.1:3128\nlo\n"'
+	sb_ok '.stdout | test("^http://127.0.0.1:(?<p>[0-9]+) http://127.0.0.1:\\k<p> socks5h://127.0.0.1:\\k<p>\nlo\n$")'
 }
 
 @test "unlisted host, IP literal, *.suffix vs apex, wrong port, wrong method: denied and reported" {
@@ -160,9 +166,10 @@ mk() {
 	jqe '[.network[] | select(.verdict == "allowed")] | length == 1'
 	jqe "any(.network[]; .method == \"POST\" and .reason == \"no allow rule matches POST http://a.svc.test:$HPORT/\")"
 	jqe 'all(.network[] | select(.verdict == "denied"); .bytes_sent == 0 and .bytes_received == 0 and (has("address") | not))'
-	# names were looked up only for what passed the rules
-	run grep -c . "$L/dns.log"
-	assert_output 1
+	# names were looked up only for what passed the rules (A and AAAA, once each)
+	run cat "$L/dns.log"
+	assert_output "a.svc.test
+a.svc.test AAAA"
 }
 
 @test "a name resolving to a loopback, private, CGNAT, metadata, multicast or host address is refused" {
@@ -290,6 +297,156 @@ for odd in (b'2130706433', b'127.1', b'0x7f.0.0.1', b'user@pkgs.test'):
     print(ask(b'GET http://' + odd + b':$HPORT/ HTTP/1.1\r\n\r\n').split(b'\r\n')[0].decode())
 "
 	sb_ok ".stdout == \"HTTP/1.1 431\nHTTP/1.1 400\n05000507\nHTTP/1.1 200 OK\nHTTP/1.1 400 Bad Request\nHTTP/1.1 400 Bad Request\nHTTP/1.1 400 Bad Request\nHTTP/1.1 400 Bad Request\n\""
+}
+
+@test "one request per connection: pipelined, keep-alive and smuggled requests never reach the origin" {
+	mk n10 --allow-host "GET,POST http://pkgs.test:$KPORT/ok" --allow-host "$OUT_IP:$KPORT"
+	: >"$L/keep.log"
+	run_sb exec n10 -- python3 -c "
+import socket, time
+H = b'pkgs.test:$KPORT'
+def req(path, host=H, method=b'GET', extra=b''):
+    return method + b' http://' + host + path + b' HTTP/1.1\r\nHost: ' + host + b'\r\n' + extra + b'\r\n'
+def ask(*parts):
+    s = socket.create_connection(('127.0.0.1', 3128), 20); s.settimeout(30)
+    got = b''
+    for k, p in enumerate(parts):
+        if k:
+            time.sleep(0.5)
+        try:
+            s.sendall(p)
+        except OSError:
+            break
+    try:
+        while True:
+            b = s.recv(65536)
+            if not b: break
+            got += b
+    except OSError:
+        pass
+    s.close()
+    return got
+def show(name, got):
+    print(name, got.count(b'HTTP/1.1 200'), got.split(b'\r\n')[0].decode())
+# a second (and third) request after the first: another path, another host
+show('pipelined', ask(req(b'/ok/1') + req(b'/admin') + req(b'/ok/x', b'evil.test:$KPORT')))
+show('keep-alive', ask(req(b'/ok/2'), req(b'/admin'), req(b'/ok/y', b'evil.test:$KPORT')))
+# a request hidden after a body, in the same packet or later
+smug = req(b'/admin', b'pkgs.test:$KPORT')
+cl = b'Content-Length: 5\r\n'
+te = b'Transfer-Encoding: chunked\r\n'
+show('length', ask(req(b'/ok/3', method=b'POST', extra=cl) + b'hello' + smug))
+show('length-later', ask(req(b'/ok/4', method=b'POST', extra=cl), b'hel', b'lo' + smug))
+show('chunked', ask(req(b'/ok/5', method=b'POST', extra=te) + b'5\r\nhello\r\n0\r\n\r\n' + smug))
+show('chunked-later', ask(req(b'/ok/6', method=b'POST', extra=te), b'5;x=1\r\nhel', b'lo\r\n0\r\nT: 1\r\n\r\n' + smug))
+show('chunked-bad-later', ask(req(b'/ok/7', method=b'POST', extra=te), b'5\r\nhelloXX' + smug))
+# heads whose framing two parsers could read two ways: refused before any connection
+for name, extra in (('cl+te', cl + te), ('cl-twice', cl + cl), ('cl-sign', b'Content-Length: +5\r\n'),
+                    ('cl-huge', b'Content-Length: 99999999999999999999\r\n'),
+                    ('te-list', b'Transfer-Encoding: chunked, identity\r\n'), ('te-twice', te + te),
+                    ('te-space', b'Transfer-Encoding : chunked\r\n'), ('te-tab', b'Transfer-Encoding:\tchunkedx\r\n'),
+                    ('obs-fold', b'X: a\r\n b\r\n'), ('bare-cr', b'X: a\rb\r\n'), ('ctl', b'X: a\x01\r\n')):
+    show(name, ask(req(b'/ok/bad', method=b'POST', extra=extra) + b'0\r\n\r\n' + smug))
+show('bare-lf', ask(b'GET http://pkgs.test:$KPORT/ok/bad HTTP/1.1\nHost: pkgs.test\n\n' + smug))
+show('te-http10', ask(b'POST http://pkgs.test:$KPORT/ok/bad HTTP/1.0\r\n' + te + b'\r\n0\r\n\r\n'))
+show('chunk-size', ask(req(b'/ok/bad', method=b'POST', extra=te) + b'zz\r\n' + smug))
+"
+	sb_ok
+	lines=$(jq -r .stdout <<<"$output")
+	echo "$lines"
+	cat "$L/keep.log"
+	for t in pipelined keep-alive length length-later chunked chunked-later; do
+		grep -qx "$t 1 HTTP/1.1 200 OK" <<<"$lines"
+	done
+	grep -qx "chunked-bad-later 0 " <<<"$lines"
+	for t in cl+te cl-twice cl-sign cl-huge te-list te-twice te-space te-tab obs-fold bare-cr ctl \
+		bare-lf te-http10 chunk-size; do
+		grep -qx "$t 0 HTTP/1.1 400 Bad Request" <<<"$lines"
+	done
+	# each refusal is in the result with its reason
+	jqe '[.network[] | select(.verdict == "denied")] | length == 14'
+	jqe 'any(.network[]; .reason == "both Content-Length and Transfer-Encoding")'
+	jqe 'any(.network[]; .reason == "a folded header line (obs-fold)")'
+	jqe 'any(.network[]; .reason == "the request'"'"'s chunked body is malformed: connection cut")'
+	# the origin saw the first request of each connection, each body whole, and nothing else
+	run cat "$L/keep.log"
+	refute_output --partial admin
+	refute_output --partial evil
+	refute_output --partial /ok/bad
+	assert_equal "$(grep -c '^GET /ok/[12] HTTP/1.1 | Host: pkgs.test:' "$L/keep.log")" 2
+	assert_equal "$(grep -c "^POST /ok/[34] HTTP/1.1 | Host: pkgs.test:$KPORT | b'hello'\$" "$L/keep.log")" 2
+	assert_equal "$(grep -c "^POST /ok/[56] HTTP/1.1 | Host: pkgs.test:$KPORT | b'5.*hello.r.n0.r.n.*.r.n'\$" "$L/keep.log")" 2
+	assert_equal "$(grep -c . "$L/keep.log")" 6
+}
+
+@test "each exec has its own proxy port and sees only its own attempts; [::1] serves too" {
+	mk n11 --allow-host "pkgs.test:$HPORT" --allow-host "$OUT_IP:$HPORT"
+	# two execs started together (side by side when the session lets them overlap, else one
+	# after the other): each result and each --events stream holds its own attempts only
+	box-sandbox exec n11 --events -- sh -c "echo \$HTTP_PROXY; curl -s -m 20 http://a.svc.test:$HPORT/;
+		sleep 4; curl -s -m 20 http://b.svc.test:$HPORT/" >"$T/a.out" 2>"$T/a.err" &
+	pa=$!
+	sleep 1
+	box-sandbox exec n11 --events -- sh -c "echo \$HTTP_PROXY; curl -s -m 20 http://pkgs.test:$HPORT/;
+		sleep 1; curl -s -m 20 http://c.svc.test:$HPORT/" >"$T/b.out" 2>"$T/b.err" &
+	pb=$!
+	wait "$pa"
+	wait "$pb"
+	cat "$T/a.out" "$T/b.out"
+	a=$(jq -c 'select(.ok != null)' "$T/a.out")
+	b=$(jq -c 'select(.ok != null)' "$T/b.out")
+	jqe '[.network[].host] == ["a.svc.test", "b.svc.test"]' "$a"
+	jqe '[.network[].host] == ["pkgs.test", "c.svc.test"]' "$b"
+	assert_equal "$(jq -r 'select(.event == "network") | .host' "$T/a.out" | tr '\n' ' ')" "a.svc.test b.svc.test "
+	assert_equal "$(jq -r 'select(.event == "network") | .host' "$T/b.out" | tr '\n' ' ')" "pkgs.test c.svc.test "
+	aport=$(jq -r '.stdout | split("\n")[0]' <<<"$a")
+	[[ $aport =~ ^http://127\.0\.0\.1:[0-9]+$ ]]
+	[ "$aport" != http://127.0.0.1:3128 ]
+	# an exec's port closes with it; the shared port and both ports on [::1] serve
+	run_sb exec n11 -- sh -c "curl -s -m 10 -x $aport --noproxy '' http://pkgs.test:$HPORT/; echo \$?
+		curl -s -m 20 -x http://[::1]:3128 --noproxy '' http://pkgs.test:$HPORT/
+		curl -s -m 20 -x \"http://[::1]:\${HTTP_PROXY##*:}\" --noproxy '' http://pkgs.test:$HPORT/
+		curl -s -m 20 -x socks5h://[::1]:3128 http://pkgs.test:$HPORT/"
+	sb_ok '.stdout == "7\nOUTSIDE-OK\nOUTSIDE-OK\nOUTSIDE-OK\n"'
+	jqe '[.network[] | .verdict] == ["allowed", "allowed", "allowed"]'
+}
+
+@test "--events gives each attempt while the command runs, once it has ended" {
+	mk n13 --allow-host "pkgs.test:$HPORT" --allow-host "$OUT_IP:$HPORT"
+	run_sb exec n13 --events -- sh -c "curl -s -m 20 http://pkgs.test:$HPORT/ >/dev/null
+		curl -s -m 20 http://no.test:$HPORT/ >/dev/null; sleep 8; echo after"
+	assert_equal "$status" 0
+	# each network line comes before the output the command wrote 8 s after its attempts
+	jq -r '.event // "result"' <<<"$output" | tr '\n' ' ' >"$T/order"
+	assert_equal "$(cat "$T/order")" "network network stdout result "
+	jqe 'select(.event == "network" and .host == "pkgs.test") | .verdict == "allowed" and .bytes_received > 0' "$(sed -n 1p <<<"$output")"
+	jqe 'select(.ok != null) | [.network[].host] == ["pkgs.test", "no.test"]' "$(tail -1 <<<"$output")"
+}
+
+@test "a name whose AAAA is loopback, unique local, link-local, mapped, NAT64 or metadata is refused" {
+	cat >"$L/dns.json" <<-EOF
+		{"lo6.test": ["::1"], "ula.test": ["fd12::1"], "ll.test": ["fe80::1"],
+		 "mapped.test": ["::ffff:127.0.0.1"], "nat64.test": ["64:ff9b::a00:1"],
+		 "meta6.test": ["fd00:ec2::254"], "doc.test": ["2001:db8::1"],
+		 "both.test": ["$OUT_IP", "::1"], "host6.test": ["::1"]}
+	EOF
+	mk n12 --allow-host "*.test:$HPORT" --allow-host "$OUT_IP:$HPORT"
+	run_sb exec n12 -- sh -c "for h in lo6 ula ll mapped nat64 meta6 doc; do curl -s -m 20 http://\$h.test:$HPORT/; done
+		curl -s -m 20 http://both.test:$HPORT/"
+	sb_ok
+	jqe "[.stdout | split(\"\n\")[] | select(length > 0)] == [
+		\"box network proxy: lo6.test resolves to [::1], a loopback address no rule names\",
+		\"box network proxy: ula.test resolves to [fd12::1], a unique local address no rule names\",
+		\"box network proxy: ll.test resolves to [fe80::1], a link-local address no rule names\",
+		\"box network proxy: mapped.test resolves to [::ffff:127.0.0.1], a loopback address no rule names\",
+		\"box network proxy: nat64.test resolves to [64:ff9b::a00:1], a private address no rule names\",
+		\"box network proxy: meta6.test resolves to [fd00:ec2::254], a cloud metadata address no rule names\",
+		\"box network proxy: doc.test resolves to [2001:db8::1], a documentation address no rule names\",
+		\"OUTSIDE-OK\"]"
+	# a rule naming the address lets it through: the proxy connects to the host's [::1]
+	mk n12b --allow-host "host6.test:$HPORT" --allow-host "[::1]:$HPORT"
+	run_sb exec n12b -- curl -s -m 20 "http://host6.test:$HPORT/"
+	sb_ok '.network[0].address == "[::1]" and (.network[0].verdict == "allowed" or .network[0].verdict == "error")'
 }
 
 @test "delete ends the proxy; it runs as nobody; the guest's listener is its own namespace's" {

@@ -2,13 +2,19 @@
 """Servers for tests/box-sandbox-net.bats and bench/network.sh.
 
 netlab.py dns PORTFILE MAPFILE LOGFILE
-    A DNS server on 127.0.0.1 (UDP, A records only). MAPFILE is JSON, read at each query:
-    {"name": ["ip", ...]} or {"name": {"first": "ip", "then": "ip"}} (the first query of the
-    name gets first, every later one then: a rebinding answer). Each query's name is appended
-    to LOGFILE. TTL 0.
+    A DNS server on 127.0.0.1 (UDP, A and AAAA records). MAPFILE is JSON, read at each query:
+    {"name": ["ip", ...]} or {"name": {"first": "ip", "then": "ip"}} (the first A query of the
+    name gets first, every later one then: a rebinding answer); an A query gets the IPv4
+    addresses, an AAAA query the IPv6 ones. Each A query's name is appended to LOGFILE, an
+    AAAA query's as "NAME AAAA". TTL 0.
 netlab.py http DIR PORTFILE [ADDR [PORT [CERT KEY]]]
     A threaded HTTP (or, with CERT and KEY, HTTPS) server of DIR on ADDR (127.0.0.1) and PORT
     (0: any; the port is written to PORTFILE). POST answers "posted N" (N bytes read).
+netlab.py keep PORTFILE ADDR LOGFILE
+    A careless HTTP/1.1 server on ADDR (any port, written to PORTFILE) that keeps every
+    connection open whatever it is told (until 2 s idle) and answers each request it finds
+    in it, pipelined or not ("ok PATH"; a Content-Length or chunked body is skipped). Every request line
+    and Host it reads is appended to LOGFILE, so a test sees whatever reached the origin.
 """
 import http.server
 import json
@@ -40,7 +46,7 @@ def dns(portfile, mapfile, logfile):
         qtype = struct.unpack("!H", q[at + 1:at + 3])[0] if at + 3 <= len(q) else 0
         question = q[12:at + 5]
         with open(logfile, "a") as f:
-            f.write(name + "\n")
+            f.write(name + (" AAAA" if qtype == 28 else "") + "\n")
         try:
             with open(mapfile) as f:
                 table = json.load(f)
@@ -49,13 +55,16 @@ def dns(portfile, mapfile, logfile):
         ans = table.get(name)
         if isinstance(ans, dict):
             ans = [ans["first"] if name not in seen else ans["then"]]
-        seen[name] = True
-        ips = ans if (ans and qtype == 1) else []
+            if qtype == 1:
+                seen[name] = True
+        fam = {1: socket.AF_INET, 28: socket.AF_INET6}.get(qtype)
+        ips = [ip for ip in (ans or []) if fam and (":" in ip) == (fam == socket.AF_INET6)]
         rcode = 0 if name in table else 3
         hdr = q[:2] + struct.pack("!HHHHH", 0x8180 | rcode, 1, len(ips), 0, 0)
         body = question
         for ip in ips:
-            body += b"\xc0\x0c" + struct.pack("!HHIH", 1, 1, 0, 4) + socket.inet_aton(ip)
+            raw = socket.inet_pton(fam, ip)
+            body += b"\xc0\x0c" + struct.pack("!HHIH", qtype, 1, 0, len(raw)) + raw
         s.sendto(hdr + body, peer)
 
 
@@ -101,10 +110,77 @@ def serve(directory, portfile, addr="127.0.0.1", port="0", cert=None, key=None):
     srv.serve_forever()
 
 
+def keep(portfile, addr, logfile):
+    import threading
+    srv = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    srv.bind((addr, 0))
+    srv.listen(16)
+    with open(portfile + ".tmp", "w") as f:
+        f.write(str(srv.getsockname()[1]))
+    os.rename(portfile + ".tmp", portfile)
+    lock = threading.Lock()
+
+    def one(c):
+        buf = b""
+        c.settimeout(2)
+        try:
+            while True:
+                end = buf.find(b"\r\n\r\n")
+                if end < 0:
+                    got = c.recv(65536)
+                    if not got:
+                        return
+                    buf += got
+                    continue
+                head = buf[:end].decode("latin-1").split("\r\n")
+                host = [h for h in head[1:] if h.lower().startswith("host:")]
+                n = 0
+                for h in head[1:]:
+                    if h.lower().startswith("content-length:"):
+                        n = int(h.split(":", 1)[1])
+                    if h.lower().replace(" ", "") == "transfer-encoding:chunked":
+                        # the body ends at the first empty line after a "0" line
+                        while True:
+                            z = buf.find(b"\r\n0\r\n", end + 2)
+                            e = buf.find(b"\r\n", z + 5) if z >= 0 else -1
+                            while e >= 0 and buf[e - 2:e] != b"\r\n" and e != z + 5:
+                                e = buf.find(b"\r\n", e + 2)
+                            if e >= 0:
+                                break
+                            got = c.recv(65536)
+                            if not got:
+                                return
+                            buf += got
+                        n = e + 2 - (end + 4)
+                while len(buf) < end + 4 + n:
+                    got = c.recv(65536)
+                    if not got:
+                        return
+                    buf += got
+                body = buf[end + 4:end + 4 + n]
+                buf = buf[end + 4 + n:]
+                with lock, open(logfile, "a") as f:
+                    f.write("%s | %s | %r\n" % (head[0], ",".join(host), body))
+                path = head[0].split(" ")[1] if " " in head[0] else "?"
+                out = ("ok %s\n" % path).encode()
+                c.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n" % len(out) + out)
+        except OSError:
+            return
+        finally:
+            c.close()
+
+    while True:
+        c, _ = srv.accept()
+        threading.Thread(target=one, args=(c,), daemon=True).start()
+
+
 if __name__ == "__main__":
     if sys.argv[1] == "dns":
         dns(*sys.argv[2:5])
     elif sys.argv[1] == "http":
         serve(*sys.argv[2:])
+    elif sys.argv[1] == "keep":
+        keep(*sys.argv[2:5])
     else:
         sys.exit("usage: netlab.py dns|http ...")

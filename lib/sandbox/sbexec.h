@@ -32,6 +32,9 @@ struct box_sbexec {
 	 * none */
 	void (*on_network)(void *ctx, const cJSON *attempt);
 	void *ctx;
+	/* the provider's own: called at least once a second while the command runs; NULL: none */
+	void (*on_tick)(void *tick_ctx);
+	void *tick_ctx;
 };
 
 /* Which limit ended the command. */

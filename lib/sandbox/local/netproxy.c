@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/ioctl.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -204,6 +205,11 @@ struct proxy {
 	struct expose {
 		int guest_port, host_port, lfd;
 	} exposed[BOX_NETPROXY_EXPOSE_MAX];   /* lfd -1: free; the main thread's only */
+	struct exec_port {
+		int ctl, l[2];                 /* the exec's control connection, its listeners */
+		char tag[24];
+	} execs[BOX_NETPROXY_EXECS_MAX];      /* ctl -1: free; the main thread's only */
+	uint64_t next_exec;
 };
 
 static void rules_reload(struct proxy *px)
@@ -282,6 +288,10 @@ struct conn {
 	char addr[INET6_ADDRSTRLEN + 2];
 	char head[BOX_NETPROXY_HEAD_MAX + 1];
 	size_t head_len, body_off;       /* bytes read, where the head ends */
+	size_t pre;                      /* plain HTTP: bytes of the body read with the head */
+	struct box_netproxy_body body;   /* plain HTTP: the one request's body */
+	const char *end_reason;          /* why an allowed connection was cut, or NULL */
+	char tag[24];                    /* the exec whose listener it came on, or "" */
 	uint64_t sent, received;
 };
 
@@ -297,6 +307,8 @@ static cJSON *attempt_json(const struct conn *c, const char *verdict, const char
 	if (!o)
 		return NULL;
 	box_json_add_int64(o, "id", (int64_t)c->id);
+	if (c->tag[0])
+		cJSON_AddStringToObject(o, "exec", c->tag);
 	cJSON_AddStringToObject(o, "phase", strcmp(verdict, "allowed") == 0 ? "open" : "end");
 	cJSON_AddStringToObject(o, "kind", kind_name(c->kind));
 	if (c->method[0])
@@ -334,6 +346,8 @@ static void log_end(struct conn *c)
 	cJSON_AddStringToObject(o, "phase", "end");
 	box_json_add_int64(o, "bytes_sent", (int64_t)c->sent);
 	box_json_add_int64(o, "bytes_received", (int64_t)c->received);
+	if (c->end_reason)
+		cJSON_AddStringToObject(o, "reason", c->end_reason);
 	log_attempt(c->px, o);
 	cJSON_Delete(o);
 }
@@ -455,6 +469,216 @@ static int set_authority(struct conn *c, const char *s, size_t n, int def)
 	return set_host(c, s, colon ? (size_t)(colon - s) : n);
 }
 
+/* ---- one request per connection: the head's checks and the body's framing ---- */
+
+enum { CH_SIZE, CH_EXT, CH_SIZE_LF, CH_DATA, CH_DATA_CR, CH_DATA_LF, CH_TRAILER_START,
+       CH_TRAILER, CH_TRAILER_LF, CH_END_LF };
+
+static int is_tchar(unsigned char ch)
+{
+	return (ch >= '0' && ch <= '9') || (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') ||
+	       (ch && strchr("!#$%&'*+-.^_`|~", ch));
+}
+
+/* a byte a field value or request line may hold: visible, space, tab or obs-text */
+static int is_field_byte(unsigned char ch)
+{
+	return ch == '\t' || (ch >= 0x20 && ch != 0x7f);
+}
+
+/* s[0..n) with optional whitespace trimmed both sides */
+static void ows_trim(const char **s, size_t *n)
+{
+	while (*n && ((*s)[0] == ' ' || (*s)[0] == '\t')) {
+		(*s)++;
+		(*n)--;
+	}
+	while (*n && ((*s)[*n - 1] == ' ' || (*s)[*n - 1] == '\t'))
+		(*n)--;
+}
+
+/* One header line (no CRLF) into *b's counts: 0, or -1 with why. */
+static int head_field(const char *l, size_t n, struct box_netproxy_body *b, int *ncl, int *nte,
+		      char *why, size_t wn)
+{
+	size_t k = 0, vn;
+	const char *v;
+
+	if (l[0] == ' ' || l[0] == '\t')
+		return box_fmt(why, wn, "a folded header line (obs-fold)"), -1;
+	while (k < n && is_tchar((unsigned char)l[k]))
+		k++;
+	if (k == 0 || k >= n || l[k] != ':')
+		return box_fmt(why, wn, "a malformed header name"), -1;
+	v = l + k + 1;
+	vn = n - k - 1;
+	ows_trim(&v, &vn);
+	if (k == 14 && strncasecmp(l, "content-length", 14) == 0) {
+		size_t j;
+
+		if (++*ncl > 1)
+			return box_fmt(why, wn, "Content-Length given twice"), -1;
+		if (vn == 0 || vn > 18)
+			return box_fmt(why, wn, "an invalid Content-Length"), -1;
+		b->left = 0;
+		for (j = 0; j < vn; j++) {
+			if (v[j] < '0' || v[j] > '9')
+				return box_fmt(why, wn, "an invalid Content-Length"), -1;
+			b->left = b->left * 10 + (uint64_t)(v[j] - '0');
+		}
+	} else if (k == 17 && strncasecmp(l, "transfer-encoding", 17) == 0) {
+		if (++*nte > 1 || vn != 7 || strncasecmp(v, "chunked", 7) != 0)
+			return box_fmt(why, wn, "a Transfer-Encoding other than one \"chunked\""), -1;
+		b->chunked = 1;
+	}
+	return 0;
+}
+
+int box_netproxy_head_check(const char *s, size_t n, struct box_netproxy_body *b, char *why,
+			    size_t wn)
+{
+	size_t at = 0, k;
+	int ncl = 0, nte = 0, line = 0;
+
+	memset(b, 0, sizeof(*b));
+	for (k = 0; k < n; k++) {
+		unsigned char ch = (unsigned char)s[k];
+
+		if (ch == '\n' && (k == 0 || s[k - 1] != '\r'))
+			return box_fmt(why, wn, "a bare LF in the request head"), -1;
+		if (ch == '\r' && (k + 1 >= n || s[k + 1] != '\n'))
+			return box_fmt(why, wn, "a bare CR in the request head"), -1;
+		if (ch != '\r' && ch != '\n' && !is_field_byte(ch))
+			return box_fmt(why, wn, "a control byte in the request head"), -1;
+	}
+	while (at < n) {
+		const char *e = memchr(s + at, '\n', n - at);
+		size_t ln;
+
+		if (!e)
+			return box_fmt(why, wn, "an unterminated request head"), -1;
+		ln = (size_t)(e - (s + at)) - 1;   /* without CRLF */
+		if (ln == 0) {
+			if (at + 2 != n)
+				return box_fmt(why, wn, "bytes after the request head's end"), -1;
+			break;
+		}
+		if (line++ > 0 && head_field(s + at, ln, b, &ncl, &nte, why, wn) < 0)
+			return -1;
+		at += ln + 2;
+	}
+	if (line == 0 || at >= n)
+		return box_fmt(why, wn, "an unterminated request head"), -1;
+	if (ncl && nte)
+		return box_fmt(why, wn, "both Content-Length and Transfer-Encoding"), -1;
+	if (nte && memmem(s, (size_t)(strchr(s, '\r') - s), " HTTP/1.0", 9))
+		return box_fmt(why, wn, "Transfer-Encoding in an HTTP/1.0 request"), -1;
+	if (b->chunked) {
+		b->state = CH_SIZE;
+		b->left = 0;
+	}
+	b->done = !b->chunked && b->left == 0;
+	return 0;
+}
+
+static int hexval(unsigned char ch)
+{
+	return ch >= '0' && ch <= '9' ? ch - '0' : ch >= 'a' && ch <= 'f' ? ch - 'a' + 10 :
+	       ch >= 'A' && ch <= 'F' ? ch - 'A' + 10 : -1;
+}
+
+/* chunked framing, one byte at a time except a chunk's data: the bytes taken, or -1 */
+static ssize_t chunked_take(struct box_netproxy_body *b, const char *p, size_t n)
+{
+	size_t k = 0;
+
+	while (k < n && !b->done) {
+		unsigned char ch = (unsigned char)p[k];
+		int bad = 0;
+
+		switch (b->state) {
+		case CH_SIZE:
+			if (hexval(ch) >= 0 && b->digits < 15) {
+				b->left = b->left * 16 + (uint64_t)hexval(ch);
+				b->digits++;
+			} else if (b->digits && (ch == ';' || ch == '\r')) {
+				b->state = ch == ';' ? CH_EXT : CH_SIZE_LF;
+			} else {
+				bad = 1;
+			}
+			break;
+		case CH_EXT:
+			if (ch == '\r')
+				b->state = CH_SIZE_LF;
+			else
+				bad = !is_field_byte(ch);
+			break;
+		case CH_SIZE_LF:
+			bad = ch != '\n';
+			b->digits = 0;
+			b->state = b->left ? CH_DATA : CH_TRAILER_START;
+			break;
+		case CH_DATA: {
+			size_t m = n - k < b->left ? n - k : (size_t)b->left;
+
+			b->left -= m;
+			k += m;
+			if (b->left == 0)
+				b->state = CH_DATA_CR;
+			continue;
+		}
+		case CH_DATA_CR:
+			bad = ch != '\r';
+			b->state = CH_DATA_LF;
+			break;
+		case CH_DATA_LF:
+			bad = ch != '\n';
+			b->state = CH_SIZE;
+			break;
+		case CH_TRAILER_START:
+			if (ch == '\r')
+				b->state = CH_END_LF;
+			else if (ch == ' ' || ch == '\t' || !is_tchar(ch))
+				bad = 1;
+			else
+				b->state = CH_TRAILER;
+			break;
+		case CH_TRAILER:
+			if (ch == '\r')
+				b->state = CH_TRAILER_LF;
+			else
+				bad = !is_field_byte(ch);
+			break;
+		case CH_TRAILER_LF:
+			bad = ch != '\n';
+			b->state = CH_TRAILER_START;
+			break;
+		default:   /* CH_END_LF */
+			bad = ch != '\n';
+			b->done = 1;
+			break;
+		}
+		if (bad)
+			return -1;
+		k++;
+	}
+	return (ssize_t)k;
+}
+
+ssize_t box_netproxy_body_take(struct box_netproxy_body *b, const char *p, size_t n)
+{
+	size_t m;
+
+	if (b->done)
+		return 0;
+	if (b->chunked)
+		return chunked_take(b, p, n);
+	m = n < b->left ? n : (size_t)b->left;
+	b->left -= m;
+	b->done = b->left == 0;
+	return (ssize_t)m;
+}
+
 static int deny_matches(const struct deny_pat *d, const char *host, int port)
 {
 	struct box_policy_rule r;
@@ -555,8 +779,9 @@ static int is_own_address(const struct sockaddr *sa)
 	return own;
 }
 
-/* One A query to the operator's test resolver (BOX_NET_DNS). */
-static int dns_query(const struct sockaddr_in *srv, const char *name,
+/* One query (qtype 1: A, 28: AAAA) to the operator's test resolver (BOX_NET_DNS): the
+ * addresses added to out[0..max), their number. */
+static int dns_query(const struct sockaddr_in *srv, const char *name, int qtype,
 		     struct sockaddr_storage *out, int max)
 {
 	unsigned char q[512], a[1500];
@@ -574,7 +799,7 @@ static int dns_query(const struct sockaddr_in *srv, const char *name,
 		size_t ll = strcspn(label, ".");
 
 		if (ll == 0 || ll > 63 || qn + ll + 6 > sizeof(q))
-			return -1;
+			return 0;
 		q[qn++] = (unsigned char)ll;
 		memcpy(q + qn, label, ll);
 		qn += ll;
@@ -582,13 +807,14 @@ static int dns_query(const struct sockaddr_in *srv, const char *name,
 	}
 	q[qn++] = 0;
 	q[qn++] = 0;
-	q[qn++] = 1;   /* A */
+	q[qn++] = (unsigned char)qtype;
 	q[qn++] = 0;
 	q[qn++] = 1;   /* IN */
 	fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
 	if (fd < 0)
-		return -1;
-	for (tries = 0; tries < 2 && got == 0; tries++) {
+		return 0;
+	/* a second try only when no answer came */
+	for (tries = 0; tries < 2; tries++) {
 		struct pollfd p1 = { fd, POLLIN, 0 };
 		ssize_t n;
 		size_t an;
@@ -616,18 +842,25 @@ static int dns_query(const struct sockaddr_in *srv, const char *name,
 			at += 10;
 			if (at + rdlen > (size_t)n)
 				break;
-			if (type == 1 && rdlen == 4) {
+			if (type == 1 && rdlen == 4 && qtype == 1) {
 				struct sockaddr_in *in = (struct sockaddr_in *)(void *)&out[got++];
 
 				memset(in, 0, sizeof(*in));
 				in->sin_family = AF_INET;
 				memcpy(&in->sin_addr, a + at, 4);
+			} else if (type == 28 && rdlen == 16 && qtype == 28) {
+				struct sockaddr_in6 *in6 = (struct sockaddr_in6 *)(void *)&out[got++];
+
+				memset(in6, 0, sizeof(*in6));
+				in6->sin6_family = AF_INET6;
+				memcpy(&in6->sin6_addr, a + at, 16);
 			}
 			at += rdlen;
 		}
+		break;
 	}
 	close(fd);
-	return got > 0 ? got : -1;
+	return got;
 }
 
 /* The addresses of c->host: the literal itself, the test resolver's or the system's. */
@@ -640,8 +873,11 @@ static int resolve(struct conn *c, struct sockaddr_storage *out, int max)
 	box_fmt(h, sizeof(h), "%s", c->host[0] == '[' ? c->host + 1 : c->host);
 	if (c->host[0] == '[')
 		h[strlen(h) - 1] = 0;
-	if (!c->literal && c->px->dns.sin_port)
-		return dns_query(&c->px->dns, h, out, max);
+	if (!c->literal && c->px->dns.sin_port) {
+		n = dns_query(&c->px->dns, h, 1, out, max);
+		n += dns_query(&c->px->dns, h, 28, out + n, max - n);
+		return n > 0 ? n : -1;
+	}
 	memset(&hints, 0, sizeof(hints));
 	hints.ai_socktype = SOCK_STREAM;
 	hints.ai_flags = c->literal ? AI_NUMERICHOST : 0;
@@ -739,6 +975,39 @@ static int open_upstream(struct conn *c, char *why, size_t wn, int *denied)
 	return -1;
 }
 
+/* How many bytes the client may send on now, at most cap: any for a tunnel; for a plain-HTTP
+ * request what is left of its one body (a chunked body is peeked at into c->head, free once
+ * the head is forwarded). 0: the body has ended, the client is read no more; -1: a chunked
+ * body's framing is malformed. */
+static ssize_t client_budget(struct conn *c, size_t cap)
+{
+	struct box_netproxy_body t;
+	ssize_t n;
+
+	if (c->kind != K_HTTP)
+		return (ssize_t)cap;
+	if (c->body.done)
+		return 0;
+	if (!c->body.chunked)
+		return (ssize_t)(cap < c->body.left ? cap : c->body.left);
+	n = recv(c->cfd, c->head, cap < BOX_NETPROXY_HEAD_MAX ? cap : BOX_NETPROXY_HEAD_MAX,
+		 MSG_PEEK);
+	if (n <= 0)
+		return 1;   /* the read itself sees the end or EAGAIN */
+	t = c->body;
+	n = box_netproxy_body_take(&t, c->head, (size_t)n);
+	if (n < 0)
+		c->end_reason = "the request's chunked body is malformed: connection cut";
+	return n;
+}
+
+/* n bytes of what client_budget allowed have passed */
+static void client_advance(struct conn *c, size_t n)
+{
+	if (c->kind == K_HTTP)
+		(void)box_netproxy_body_take(&c->body, c->head, n);
+}
+
 /* relay through pipes: splice(2) moves the bytes in the kernel, without the two copies
  * through this process of relay_copy. 0 when it ran, -1 when no pipe could be had. */
 static int relay_splice(struct conn *c)
@@ -747,6 +1016,7 @@ static int relay_splice(struct conn *c)
 		{ c->cfd, c->sfd, { -1, -1 }, 0, 0, &c->sent },
 		{ c->sfd, c->cfd, { -1, -1 }, 0, 0, &c->received },
 	};
+	int bad = 0;
 	const unsigned fl = SPLICE_F_MOVE | SPLICE_F_NONBLOCK;
 	int k, cap = RELAY_PIPE;
 
@@ -762,7 +1032,11 @@ static int relay_splice(struct conn *c)
 		if (fcntl(d[k].p[1], F_SETPIPE_SZ, RELAY_PIPE) < RELAY_PIPE)
 			cap = 65536;
 	}
-	while (!(d[0].eof && d[1].eof && !d[0].len && !d[1].len)) {
+	if (c->kind == K_HTTP && c->body.done) {
+		d[0].eof = 1;   /* a request without a body, or all of it came with the head */
+		d[0].to = -1;
+	}
+	while (!bad && !(d[0].eof && d[1].eof && !d[0].len && !d[1].len)) {
 		struct pollfd p[2] = { { c->cfd, 0, 0 }, { c->sfd, 0, 0 } };
 		int r;
 
@@ -782,16 +1056,29 @@ static int relay_splice(struct conn *c)
 			ssize_t n;
 
 			if (!x->eof && x->len < (size_t)cap && p[k].revents) {
-				n = splice(x->from, NULL, x->p[1], NULL, (size_t)cap - x->len, fl);
+				ssize_t want = k ? cap - (ssize_t)x->len
+						 : client_budget(c, (size_t)cap - x->len);
+
+				if (want < 0) {
+					bad = 1;
+					break;
+				}
+				n = want ? splice(x->from, NULL, x->p[1], NULL, (size_t)want, fl) : 0;
 				if (n > 0) {
 					x->len += (size_t)n;
 					*x->count += (uint64_t)n;
+					if (k == 0)
+						client_advance(c, (size_t)n);
+				} else if (want == 0) {
+					/* the one request has passed: the origin keeps its write side */
+					x->eof = 1;
+					x->to = -1;
 				} else if (n == 0 || (errno != EAGAIN && errno != EINTR)) {
 					x->eof = 1;
 				}
 			}
 			if (x->len) {
-				n = splice(x->p[0], NULL, x->to, NULL, x->len, fl);
+				n = splice(x->p[0], NULL, k ? c->cfd : c->sfd, NULL, x->len, fl);
 				if (n > 0) {
 					x->len -= (size_t)n;
 				} else if (n < 0 && errno != EAGAIN && errno != EINTR) {
@@ -834,6 +1121,8 @@ static void relay_copy(struct conn *c)
 	d[0].buf = malloc(RELAY_BUF);
 	d[1].buf = malloc(RELAY_BUF);
 	fcntl(c->sfd, F_SETFL, O_NONBLOCK);
+	if (c->kind == K_HTTP && c->body.done)
+		d[0].eof = 1;   /* the one request has passed: the origin keeps its write side */
 	while (d[0].buf && d[1].buf && !(d[0].eof && d[1].eof && !d[0].len && !d[1].len)) {
 		struct pollfd p[2] = { { c->cfd, 0, 0 }, { c->sfd, 0, 0 } };
 		int r;
@@ -856,12 +1145,21 @@ static void relay_copy(struct conn *c)
 			struct dir *x = &d[k];
 
 			if (!x->len && !x->eof && p[k].revents) {
-				ssize_t n = recv(x->from, x->buf, RELAY_BUF, 0);
+				ssize_t want = k ? RELAY_BUF : client_budget(c, RELAY_BUF), n;
 
+				if (want <= 0) {
+					x->eof = 1;
+					if (want < 0)
+						d[1].eof = 1;
+					continue;
+				}
+				n = recv(x->from, x->buf, (size_t)want, 0);
 				if (n > 0) {
 					x->len = (size_t)n;
 					x->off = 0;
 					*x->count += (uint64_t)n;
+					if (k == 0)
+						client_advance(c, (size_t)n);
 				} else if (n == 0 || (errno != EAGAIN && errno != EINTR)) {
 					x->eof = 1;
 					shutdown(x->to, SHUT_WR);
@@ -886,20 +1184,13 @@ static void relay_copy(struct conn *c)
 	free(d[1].buf);
 }
 
-static void http_error(struct conn *c, int code, const char *status, const char *why)
+/* What the client still sends is read (a little, briefly) and dropped: closing on unread
+ * bytes would reset the connection and lose the end of the answer. */
+static void drain_client(struct conn *c)
 {
-	char msg[1024], body[700];
-
-	box_fmt(body, sizeof(body), "box network proxy: %s\n", why);
 	int64_t until = box_now_ms() + 1000;
 	size_t drained = 0;
 
-	box_fmt(msg, sizeof(msg), "HTTP/1.1 %d %s\r\nContent-Type: text/plain\r\nContent-Length: "
-		"%zu\r\nConnection: close\r\n\r\n%s", code, status, strlen(body), body);
-	if (send_all(c->cfd, msg, strlen(msg), box_now_ms() + 2000) < 0)
-		return;
-	/* what the client still sends is read (a little, briefly): closing on unread bytes
-	 * would reset the connection and lose the answer */
 	shutdown(c->cfd, SHUT_WR);
 	while (drained < ((size_t)1 << 20) && box_now_ms() < until) {
 		struct pollfd p1 = { c->cfd, POLLIN, 0 };
@@ -915,6 +1206,17 @@ static void http_error(struct conn *c, int code, const char *status, const char 
 	}
 }
 
+static void http_error(struct conn *c, int code, const char *status, const char *why)
+{
+	char msg[1024], body[700];
+
+	box_fmt(body, sizeof(body), "box network proxy: %s\n", why);
+	box_fmt(msg, sizeof(msg), "HTTP/1.1 %d %s\r\nContent-Type: text/plain\r\nContent-Length: "
+		"%zu\r\nConnection: close\r\n\r\n%s", code, status, strlen(body), body);
+	if (send_all(c->cfd, msg, strlen(msg), box_now_ms() + 2000) == 0)
+		drain_client(c);
+}
+
 /* The request rewritten for the origin: origin-form target, the checked Host, no
  * proxy-only or hop-by-hop headers, Connection: close. */
 static int http_forward_head(struct conn *c, const char *version, const char *hdrs,
@@ -925,7 +1227,7 @@ static int http_forward_head(struct conn *c, const char *version, const char *hd
 	const char *l = hdrs;
 	int rc;
 	static const char *const drop[] = { "host:", "connection:", "proxy-connection:",
-					    "proxy-authorization:", "keep-alive:", NULL };
+					    "proxy-authorization:", "keep-alive:", "upgrade:", NULL };
 
 	box_buf_init(&b, BOX_NETPROXY_HEAD_MAX * 2);
 	box_err_init(&err);
@@ -958,10 +1260,10 @@ static int http_forward_head(struct conn *c, const char *version, const char *hd
 		rc = send_all(c->sfd, b.data, b.len, box_now_ms() + CONNECT_MS);
 	if (rc == 0)
 		c->sent += b.len;
-	if (rc == 0 && c->head_len > c->body_off) {
-		rc = send_all(c->sfd, c->head + c->body_off, c->head_len - c->body_off,
-			      box_now_ms() + CONNECT_MS);
-		c->sent += c->head_len - c->body_off;
+	/* of what came with the head, only the body's part: never a second request */
+	if (rc == 0 && c->pre > 0) {
+		rc = send_all(c->sfd, c->head + c->body_off, c->pre, box_now_ms() + CONNECT_MS);
+		c->sent += c->pre;
 	}
 	box_buf_release(&b);
 	return rc;
@@ -1020,9 +1322,17 @@ static void serve_http(struct conn *c)
 
 	for (;;) {
 		c->head[c->head_len] = 0;
-		end = strstr(c->head, "\r\n\r\n");
+		/* the head ends at its first empty line, "\r\n" or a bare "\n" (refused below) */
+		for (end = strchr(c->head, '\n'); end; end = strchr(end + 1, '\n'))
+			if (end[1] == '\n' || (end[1] == '\r' && end[2] == '\n'))
+				break;
+		if (!end && memchr(c->head, 0, c->head_len)) {
+			log_verdict(c, "denied", "a NUL byte in the request head");
+			http_error(c, 400, "Bad Request", "a NUL byte in the request head");
+			return;
+		}
 		if (end) {
-			c->body_off = (size_t)(end - c->head) + 4;
+			c->body_off = (size_t)(end - c->head) + (end[1] == '\n' ? 2 : 3);
 			break;
 		}
 		if (c->head_len >= BOX_NETPROXY_HEAD_MAX) {
@@ -1032,10 +1342,23 @@ static void serve_http(struct conn *c)
 		if (read_more(c, c->head_len + 1, box_now_ms() + HEAD_MS) < 0)
 			return;
 	}
-	if (http_parse(c, version, sizeof(version), &hdrs, why, sizeof(why)) < 0) {
+	if (box_netproxy_head_check(c->head, c->body_off, &c->body, why, sizeof(why)) < 0 ||
+	    http_parse(c, version, sizeof(version), &hdrs, why, sizeof(why)) < 0) {
 		log_verdict(c, "denied", why);
 		http_error(c, 400, "Bad Request", why);
 		return;
+	}
+	if (c->kind == K_HTTP) {
+		ssize_t pre = box_netproxy_body_take(&c->body, c->head + c->body_off,
+						     c->head_len - c->body_off);
+
+		if (pre < 0) {
+			box_fmt(why, sizeof(why), "the request's chunked body is malformed");
+			log_verdict(c, "denied", why);
+			http_error(c, 400, "Bad Request", why);
+			return;
+		}
+		c->pre = (size_t)pre;
 	}
 	verdict = rules_verdict(c, why, sizeof(why));
 	if (verdict) {
@@ -1059,10 +1382,18 @@ static void serve_http(struct conn *c)
 				c->sent += c->head_len - c->body_off;
 			relay(c);
 		}
-	} else if (http_forward_head(c, version, hdrs, c->head + c->body_off - 2) == 0) {
-		relay(c);
+		log_end(c);
+	} else {
+		int unread = 0;
+
+		if (http_forward_head(c, version, hdrs, c->head + c->body_off - 2) == 0)
+			relay(c);
+		log_end(c);
+		/* bytes after the request (a second one) are dropped, read first so that the
+		 * close does not reset the connection before the client has the answer */
+		if (ioctl(c->cfd, FIONREAD, &unread) == 0 && unread > 0)
+			drain_client(c);
 	}
-	log_end(c);
 }
 
 static void socks_reply(struct conn *c, unsigned char code)
@@ -1235,7 +1566,54 @@ static void unexpose_port(struct proxy *px, int guest_port)
 		}
 }
 
-/* One request on the control socket: "expose N", "unexpose N", "unexpose 0" (all). */
+static int recv_listeners(int ch, int *l);
+static int local_port(int fd);
+
+static void exec_close(struct proxy *px, int k)
+{
+	int j;
+
+	close(px->execs[k].ctl);
+	for (j = 0; j < 2; j++)
+		if (px->execs[k].l[j] >= 0)
+			close(px->execs[k].l[j]);
+	px->execs[k] = (struct exec_port){ -1, { -1, -1 }, "" };
+}
+
+/* "exec": listeners of the exec's own in the guest, kept while fd (the exec's control
+ * connection) stays open; the reply is "ok PORT TAG" (every attempt on them is logged with
+ * TAG), or "err ...". */
+static void exec_open(struct proxy *px, int fd, int64_t deadline)
+{
+	char msg[96];
+	int k, l[2] = { -1, -1 };
+	struct box_err err;
+
+	for (k = 0; k < BOX_NETPROXY_EXECS_MAX && px->execs[k].ctl >= 0; k++)
+		;
+	box_err_init(&err);
+	pthread_mutex_lock(&px->mu);
+	if (k == BOX_NETPROXY_EXECS_MAX || write(px->factory, "l", 1) != 1 ||
+	    recv_listeners(px->factory, l) < 0)
+		l[0] = -1;
+	pthread_mutex_unlock(&px->mu);
+	if (l[0] < 0) {
+		box_fmt(msg, sizeof(msg), "err no listener for the exec\n");
+		send_all(fd, msg, strlen(msg), deadline);
+		close(fd);
+		return;
+	}
+	px->execs[k].ctl = fd;
+	px->execs[k].l[0] = l[0];
+	px->execs[k].l[1] = l[1];
+	box_fmt(px->execs[k].tag, sizeof(px->execs[k].tag), "%ld.%llu", (long)getpid(),
+		(unsigned long long)++px->next_exec);
+	box_fmt(msg, sizeof(msg), "ok %d %s\n", local_port(l[0]), px->execs[k].tag);
+	if (send_all(fd, msg, strlen(msg), deadline) < 0)
+		exec_close(px, k);
+}
+
+/* One request on the control socket: "expose N", "unexpose N", "unexpose 0" (all), "exec". */
 static void control_one(struct proxy *px, int ctl)
 {
 	int fd = accept4(ctl, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK), port;
@@ -1257,6 +1635,10 @@ static void control_one(struct proxy *px, int ctl)
 		n += (size_t)r;
 	}
 	line[n] = 0;
+	if (strcmp(line, "exec\n") == 0) {
+		exec_open(px, fd, deadline);
+		return;
+	}
 	if (sscanf(line, "expose %d", &port) == 1 && port > 0 && port < 65536) {
 		expose_port(px, port, msg, sizeof(msg));
 	} else if (sscanf(line, "unexpose %d", &port) == 1 && port >= 0 && port < 65536) {
@@ -1269,38 +1651,71 @@ static void control_one(struct proxy *px, int ctl)
 	close(fd);
 }
 
-int box_netproxy_control(const char *sdir, int expose, int guest_port, int *host_port,
-			 struct box_err *err)
+/* One request line to the session's proxy and its one-line answer (without its newline) in
+ * reply; the connection, or -1 with io_error. */
+static int control_ask(const char *sdir, const char *line, char *reply, size_t rn,
+		       struct box_err *err)
 {
-	char p[4096], line[64], reply[160];
+	char p[4096];
 	size_t n = 0;
-	int fd, v;
+	int fd;
 	int64_t deadline = box_now_ms() + 5000;
 
 	box_fmt(p, sizeof(p), "%s/run/net.sock", sdir);
 	fd = box_ipc_connect(p, err);
 	if (fd < 0)
 		return -1;
-	box_fmt(line, sizeof(line), "%s %d\n", expose ? "expose" : "unexpose", guest_port);
 	if (send_all(fd, line, strlen(line), deadline) < 0) {
 		close(fd);
 		return box_err_sys(err, "the session's proxy");
 	}
-	while (n < sizeof(reply) - 1 && !memchr(reply, '\n', n)) {
+	while (n < rn - 1 && !memchr(reply, '\n', n)) {
 		struct pollfd p1 = { fd, POLLIN, 0 };
 		ssize_t r;
 
 		if (box_now_ms() >= deadline || poll(&p1, 1, (int)(deadline - box_now_ms())) <= 0)
 			break;
-		r = read(fd, reply + n, sizeof(reply) - 1 - n);
+		r = read(fd, reply + n, rn - 1 - n);
 		if (r <= 0)
 			break;
 		n += (size_t)r;
 	}
-	close(fd);
 	reply[n] = 0;
 	if (n > 0 && reply[n - 1] == '\n')
 		reply[n - 1] = 0;
+	return fd;
+}
+
+int box_netproxy_exec_open(const char *sdir, int *port, char *tag, size_t tn,
+			   struct box_err *err)
+{
+	char reply[160], t[32];
+	int fd = control_ask(sdir, "exec\n", reply, sizeof(reply), err), v;
+
+	if (fd < 0)
+		return -1;
+	if (sscanf(reply, "ok %d %31s", &v, t) == 2 && v > 0 && v < 65536 && strlen(t) < tn) {
+		*port = v;
+		box_fmt(tag, tn, "%s", t);
+		return fd;
+	}
+	close(fd);
+	return box_err_set(err, BOX_E_IO, "the session's proxy: %s", reply[0] ? reply : "no answer");
+}
+
+int box_netproxy_control(const char *sdir, int expose, int guest_port, int *host_port,
+			 struct box_err *err)
+{
+	char line[64], reply[160];
+	size_t n;
+	int fd, v;
+
+	box_fmt(line, sizeof(line), "%s %d\n", expose ? "expose" : "unexpose", guest_port);
+	fd = control_ask(sdir, line, reply, sizeof(reply), err);
+	if (fd < 0)
+		return -1;
+	close(fd);
+	n = strlen(reply);
 	if (sscanf(reply, "ok %d", &v) == 1) {
 		if (host_port)
 			*host_port = v;
@@ -1313,8 +1728,10 @@ int box_netproxy_control(const char *sdir, int expose, int guest_port, int *host
 			   n ? reply : "no answer");
 }
 
-/* A connection on the guest's proxy port (guest_port 0) or on an exposed port. */
-static void accept_one(struct proxy *px, int lfd, pthread_attr_t *attr, int guest_port)
+/* A connection on the guest's proxy port (guest_port 0; tag: the exec whose port it is, or
+ * "") or on an exposed port. */
+static void accept_one(struct proxy *px, int lfd, pthread_attr_t *attr, int guest_port,
+		       const char *tag)
 {
 	int fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK), one = 1, full;
 	struct conn *c;
@@ -1346,6 +1763,7 @@ static void accept_one(struct proxy *px, int lfd, pthread_attr_t *attr, int gues
 	c->cfd = fd;
 	c->sfd = -1;
 	c->port = guest_port;
+	box_fmt(c->tag, sizeof(c->tag), "%s", tag);
 	if (pthread_create(&t, attr, guest_port ? expose_main : conn_main, c) != 0) {
 		close(fd);
 		free(c);
@@ -1355,12 +1773,50 @@ static void accept_one(struct proxy *px, int lfd, pthread_attr_t *attr, int gues
 	}
 }
 
-static void __attribute__((noreturn)) proxy_main(int dirfd, int lfd, int pidfd, int factory,
-						  int ctl)
+/* The fds the main thread polls, in p; what each is in what. */
+enum what { W_GUEST, W_HOLDER, W_CTL, W_EXPOSED, W_EXEC_CTL, W_EXEC_L };
+
+static nfds_t poll_set(struct proxy *px, const int *base, struct pollfd *p, int (*what)[2])
+{
+	static const enum what bw[] = { W_GUEST, W_GUEST, W_HOLDER, W_CTL };
+	nfds_t n = 0;
+	int k, j;
+
+	for (k = 0; k < 4; k++)
+		if (base[k] >= 0) {
+			p[n] = (struct pollfd){ base[k], POLLIN, 0 };
+			what[n][0] = (int)bw[k];
+			what[n++][1] = -1;
+		}
+	for (k = 0; k < BOX_NETPROXY_EXPOSE_MAX; k++)
+		if (px->exposed[k].lfd >= 0) {
+			p[n] = (struct pollfd){ px->exposed[k].lfd, POLLIN, 0 };
+			what[n][0] = W_EXPOSED;
+			what[n++][1] = k;
+		}
+	for (k = 0; k < BOX_NETPROXY_EXECS_MAX; k++) {
+		if (px->execs[k].ctl < 0)
+			continue;
+		p[n] = (struct pollfd){ px->execs[k].ctl, POLLIN, 0 };
+		what[n][0] = W_EXEC_CTL;
+		what[n++][1] = k;
+		for (j = 0; j < 2; j++)
+			if (px->execs[k].l[j] >= 0) {
+				p[n] = (struct pollfd){ px->execs[k].l[j], POLLIN, 0 };
+				what[n][0] = W_EXEC_L;
+				what[n++][1] = k;
+			}
+	}
+	return n;
+}
+
+static void __attribute__((noreturn)) proxy_main(int dirfd, const int *l, int pidfd,
+						  int factory, int ctl)
 {
 	struct proxy px;
 	pthread_attr_t attr;
 	const char *dns = getenv("BOX_NET_DNS");
+	const int base[4] = { l[0], l[1], pidfd, ctl };
 	int k;
 
 	memset(&px, 0, sizeof(px));
@@ -1368,6 +1824,8 @@ static void __attribute__((noreturn)) proxy_main(int dirfd, int lfd, int pidfd, 
 	px.factory = factory;
 	for (k = 0; k < BOX_NETPROXY_EXPOSE_MAX; k++)
 		px.exposed[k].lfd = -1;
+	for (k = 0; k < BOX_NETPROXY_EXECS_MAX; k++)
+		px.execs[k] = (struct exec_port){ -1, { -1, -1 }, "" };
 	pthread_mutex_init(&px.mu, NULL);
 	box_policy_init(&px.rules.allow);
 	px.logfd = openat(dirfd, "net.log", O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW,
@@ -1393,30 +1851,124 @@ static void __attribute__((noreturn)) proxy_main(int dirfd, int lfd, int pidfd, 
 	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
 	pthread_attr_setstacksize(&attr, 256 * 1024);
 	for (;;) {
-		struct pollfd p[3 + BOX_NETPROXY_EXPOSE_MAX] = {
-			{ lfd, POLLIN, 0 }, { pidfd, POLLIN, 0 }, { ctl, POLLIN, 0 } };
+		struct pollfd p[4 + BOX_NETPROXY_EXPOSE_MAX + 3 * BOX_NETPROXY_EXECS_MAX];
+		int what[4 + BOX_NETPROXY_EXPOSE_MAX + 3 * BOX_NETPROXY_EXECS_MAX][2];
+		nfds_t n = poll_set(&px, base, p, what), i;
 
-		for (k = 0; k < BOX_NETPROXY_EXPOSE_MAX; k++)
-			p[3 + k] = (struct pollfd){ px.exposed[k].lfd, POLLIN, 0 };
-		if (poll(p, 3 + BOX_NETPROXY_EXPOSE_MAX, -1) < 0 && errno != EINTR)
+		if (poll(p, n, -1) < 0 && errno != EINTR)
 			_exit(1);
-		if (p[1].revents)
-			_exit(0);
-		if (p[0].revents)
-			accept_one(&px, lfd, &attr, 0);
-		if (p[2].revents)
-			control_one(&px, ctl);
-		for (k = 0; k < BOX_NETPROXY_EXPOSE_MAX; k++)
-			if (p[3 + k].revents && px.exposed[k].lfd >= 0)
-				accept_one(&px, px.exposed[k].lfd, &attr, px.exposed[k].guest_port);
+		for (i = 0; i < n; i++) {
+			int x = what[i][1];
+
+			if (!p[i].revents)
+				continue;
+			switch ((enum what)what[i][0]) {
+			case W_HOLDER:
+				_exit(0);
+			case W_GUEST:
+				accept_one(&px, p[i].fd, &attr, 0, "");
+				break;
+			case W_CTL:
+				control_one(&px, ctl);
+				break;
+			case W_EXPOSED:
+				if (px.exposed[x].lfd == p[i].fd)
+					accept_one(&px, p[i].fd, &attr, px.exposed[x].guest_port, "");
+				break;
+			case W_EXEC_CTL:
+				/* the exec ended (or broke its connection): its listeners go */
+				if (px.execs[x].ctl == p[i].fd)
+					exec_close(&px, x);
+				break;
+			case W_EXEC_L:
+				if (px.execs[x].ctl >= 0)
+					accept_one(&px, p[i].fd, &attr, 0, px.execs[x].tag);
+				break;
+			}
+		}
 	}
 }
 
 /* ---- start ---- */
 
-/* The socket factory, in the guest's network namespace: a byte asks for one TCP socket of
- * that namespace, to connect to a guest server from the host's side (expose). It ends with
- * its channel or its parent. */
+/* A listening socket of this namespace on 127.0.0.1 (family AF_INET) or [::1] (AF_INET6,
+ * v6 only) at port (0: any), or -1. */
+static int loopback_listener(int family, int port)
+{
+	struct sockaddr_storage ss;
+	socklen_t len;
+	int one = 1, l = socket(family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+
+	memset(&ss, 0, sizeof(ss));
+	if (family == AF_INET) {
+		struct sockaddr_in *a = (struct sockaddr_in *)(void *)&ss;
+
+		a->sin_family = AF_INET;
+		a->sin_port = htons((uint16_t)port);
+		a->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+		len = sizeof(*a);
+	} else {
+		struct sockaddr_in6 *a = (struct sockaddr_in6 *)(void *)&ss;
+
+		a->sin6_family = AF_INET6;
+		a->sin6_port = htons((uint16_t)port);
+		a->sin6_addr = in6addr_loopback;
+		len = sizeof(*a);
+	}
+	if (l < 0)
+		return -1;
+	if (setsockopt(l, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) < 0 ||
+	    (family == AF_INET6 && setsockopt(l, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one)) < 0) ||
+	    bind(l, (struct sockaddr *)&ss, len) < 0 || listen(l, 128) < 0) {
+		close(l);
+		return -1;
+	}
+	return l;
+}
+
+static int local_port(int fd)
+{
+	struct sockaddr_storage ss;
+	socklen_t len = sizeof(ss);
+
+	if (getsockname(fd, (struct sockaddr *)&ss, &len) < 0)
+		return -1;
+	return ntohs(ss.ss_family == AF_INET ? ((struct sockaddr_in *)(void *)&ss)->sin_port
+					     : ((struct sockaddr_in6 *)(void *)&ss)->sin6_port);
+}
+
+/* Listeners on 127.0.0.1 and [::1] at one port (0: any free one, tried a few times), sent
+ * on ch: two descriptors, the second the first again when the guest has no IPv6 loopback.
+ * 0, or -1 when not even the IPv4 one could be had. */
+static int send_listeners(int ch, int port)
+{
+	struct box_err err;
+	int l[2] = { -1, -1 }, tries, rc;
+
+	for (tries = 0; tries < 8; tries++) {
+		l[0] = loopback_listener(AF_INET, port);
+		if (l[0] < 0)
+			return -1;
+		l[1] = loopback_listener(AF_INET6, local_port(l[0]));
+		/* a port free on 127.0.0.1 but taken on [::1]: another one */
+		if (l[1] >= 0 || port != 0 || errno != EADDRINUSE)
+			break;
+		close(l[0]);
+		l[0] = -1;
+	}
+	if (l[0] < 0)
+		return -1;
+	box_err_init(&err);
+	rc = box_ipc_send_fds(ch, (int[]){ l[0], l[1] >= 0 ? l[1] : l[0] }, 2, &err);
+	close(l[0]);
+	if (l[1] >= 0)
+		close(l[1]);
+	return rc;
+}
+
+/* The socket factory, in the guest's network namespace: "s" asks for one TCP socket of that
+ * namespace, to connect to a guest server from the host's side (expose); "l" for an exec's
+ * own listeners (send_listeners). It ends with its channel or its parent. */
 static void __attribute__((noreturn)) factory_main(int ch)
 {
 	struct box_err err;
@@ -1424,8 +1976,14 @@ static void __attribute__((noreturn)) factory_main(int ch)
 
 	prctl(PR_SET_PDEATHSIG, SIGKILL);
 	while (read(ch, &b, 1) == 1) {
-		int s = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		int s;
 
+		if (b == 'l') {
+			if (send_listeners(ch, 0) < 0)
+				(void)!write(ch, "", 1);   /* no descriptors: a plain byte */
+			continue;
+		}
+		s = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
 		box_err_init(&err);
 		if (s < 0 || box_ipc_send_fds(ch, &s, 1, &err) < 0)
 			_exit(1);
@@ -1434,56 +1992,59 @@ static void __attribute__((noreturn)) factory_main(int ch)
 	_exit(0);
 }
 
-/* The listening socket, made in the guest's network namespace by a child that joins it and
- * stays there as the socket factory (*factory: its channel). */
-static int guest_listener(int pidfd, const int *nsfds, int *factory)
+/* The two descriptors of send_listeners into l (l[1] -1 when there is no IPv6 one). */
+static int recv_listeners(int ch, int *l)
 {
-	int sp[2], fd = -1, st;
-	pid_t j;
 	struct box_err err;
+	struct sockaddr_storage ss;
+	socklen_t len = sizeof(ss);
+
+	box_err_init(&err);
+	if (box_ipc_recv_fds(ch, l, 2, box_now_ms() + 5000, &err) < 0)
+		return -1;
+	if (getsockname(l[1], (struct sockaddr *)&ss, &len) < 0 || ss.ss_family != AF_INET6) {
+		close(l[1]);
+		l[1] = -1;
+	}
+	return 0;
+}
+
+/* The listening sockets (127.0.0.1 and [::1] at BOX_NETPROXY_PORT), made in the guest's
+ * network namespace by a child that joins it and stays there as the socket factory
+ * (*factory: its channel). 0 with l filled, or -1. */
+static int guest_listener(int pidfd, const int *nsfds, int *factory, int *l)
+{
+	int sp[2], st;
+	pid_t j;
 
 	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sp) < 0)
 		return -1;
 	j = fork();
 	if (j == 0) {
-		struct sockaddr_in a = { .sin_family = AF_INET,
-					 .sin_port = htons(BOX_NETPROXY_PORT) };
-		int one = 1, l;
-
 		close(sp[0]);
 		if (setns(pidfd, CLONE_NEWNET) < 0 &&
 		    (!nsfds || nsfds[NSFD_USER] < 0 || setns(nsfds[NSFD_USER], 0) < 0 ||
 		     setns(nsfds[NSFD_NET], 0) < 0))
 			_exit(1);
-		a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-		l = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-		if (l < 0 || setsockopt(l, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) < 0 ||
-		    bind(l, (struct sockaddr *)&a, sizeof(a)) < 0 || listen(l, 128) < 0)
+		if (send_listeners(sp[1], BOX_NETPROXY_PORT) < 0)
 			_exit(1);
-		box_err_init(&err);
-		if (box_ipc_send_fds(sp[1], &l, 1, &err) < 0)
-			_exit(1);
-		close(l);
 		factory_main(sp[1]);
 	}
 	close(sp[1]);
-	box_err_init(&err);
-	if (j > 0 && box_ipc_recv_fds(sp[0], &fd, 1, box_now_ms() + 5000, &err) < 0)
-		fd = -1;
-	if (fd < 0) {
+	if (j < 0 || recv_listeners(sp[0], l) < 0) {
 		close(sp[0]);
 		if (j > 0)
 			waitpid(j, &st, 0);
 		return -1;
 	}
 	*factory = sp[0];
-	return fd;
+	return 0;
 }
 
 pid_t box_netproxy_spawn(const char *sdir, int pidfd, const int *nsfds)
 {
 	char p[4096];
-	int lfd, dirfd, factory = -1, ctl;
+	int lfd[2] = { -1, -1 }, dirfd, factory = -1, ctl;
 	pid_t pid;
 	struct box_err err;
 
@@ -1496,8 +2057,7 @@ pid_t box_netproxy_spawn(const char *sdir, int pidfd, const int *nsfds)
 	box_fmt(p, sizeof(p), "%s/run/net.sock", sdir);
 	box_err_init(&err);
 	ctl = box_ipc_listen(p, &err);
-	lfd = ctl < 0 ? -1 : guest_listener(pidfd, nsfds, &factory);
-	if (lfd < 0) {
+	if (ctl < 0 || guest_listener(pidfd, nsfds, &factory, lfd) < 0) {
 		if (ctl >= 0)
 			close(ctl);
 		close(dirfd);
@@ -1505,27 +2065,31 @@ pid_t box_netproxy_spawn(const char *sdir, int pidfd, const int *nsfds)
 	}
 	pid = fork();
 	if (pid == 0) {
-		int pfd = dup(pidfd), keep[5], k, fd;
+		int pfd = dup(pidfd), keep[6], k, fd;
 
 		prctl(PR_SET_PDEATHSIG, SIGKILL);
-		keep[0] = fcntl(lfd, F_DUPFD_CLOEXEC, 100);
+		keep[0] = fcntl(lfd[0], F_DUPFD_CLOEXEC, 100);
 		keep[1] = fcntl(dirfd, F_DUPFD_CLOEXEC, 100);
 		keep[2] = pfd >= 0 ? fcntl(pfd, F_DUPFD_CLOEXEC, 100) : -1;
 		keep[3] = fcntl(factory, F_DUPFD_CLOEXEC, 100);
 		keep[4] = fcntl(ctl, F_DUPFD_CLOEXEC, 100);
-		for (k = 0; k < 5; k++)
+		/* no IPv6 loopback in the guest: a second descriptor of the IPv4 one */
+		keep[5] = fcntl(lfd[1] >= 0 ? lfd[1] : lfd[0], F_DUPFD_CLOEXEC, 100);
+		for (k = 0; k < 6; k++)
 			if (keep[k] < 0)
 				_exit(1);
 		/* nothing of the keeper's stays open here but these */
-		for (k = 0; k < 5; k++)
+		for (k = 0; k < 6; k++)
 			if (dup3(keep[k], 3 + k, O_CLOEXEC) < 0)
 				_exit(1);
-		if (syscall(SYS_close_range, 8, ~0U, 0) < 0)
-			for (fd = 8; fd < 1024; fd++)
+		if (syscall(SYS_close_range, 9, ~0U, 0) < 0)
+			for (fd = 9; fd < 1024; fd++)
 				close(fd);
-		proxy_main(4, 3, 5, 6, 7);
+		proxy_main(4, (const int[]){ 3, lfd[1] >= 0 ? 8 : -1 }, 5, 6, 7);
 	}
-	close(lfd);
+	close(lfd[0]);
+	if (lfd[1] >= 0)
+		close(lfd[1]);
 	close(dirfd);
 	close(factory);
 	close(ctl);
@@ -1545,7 +2109,7 @@ int64_t box_netproxy_log_mark(const char *sdir)
 
 /* Reads the log from mark (bounded) and merges each attempt's lines into arr; the number of
  * allowed attempts whose end is not there yet. */
-static int attempts_read(const char *sdir, int64_t mark, cJSON *arr)
+static int attempts_read(const char *sdir, int64_t mark, const char *tag, cJSON *arr)
 {
 	char p[4096];
 	struct box_buf b;
@@ -1583,6 +2147,7 @@ static int attempts_read(const char *sdir, int64_t mark, cJSON *arr)
 			if (box_json_get_int(it, "id", -2) == id)
 				break;
 		if (!it && cJSON_GetObjectItemCaseSensitive(o, "host") &&
+		    (!tag || strcmp(box_json_get_str(o, "exec", tag), tag) == 0) &&
 		    cJSON_GetArraySize(arr) < BOX_NETPROXY_ATTEMPTS_MAX) {
 			cJSON_AddItemToArray(arr, o);
 			o = NULL;
@@ -1607,7 +2172,7 @@ static int attempts_read(const char *sdir, int64_t mark, cJSON *arr)
 	return open_n;
 }
 
-cJSON *box_netproxy_attempts(const char *sdir, int64_t mark, int wait_ms)
+cJSON *box_netproxy_attempts(const char *sdir, int64_t mark, const char *tag, int wait_ms)
 {
 	int64_t until = box_now_ms() + wait_ms;
 	cJSON *arr = NULL, *it;
@@ -1615,7 +2180,7 @@ cJSON *box_netproxy_attempts(const char *sdir, int64_t mark, int wait_ms)
 	for (;;) {
 		cJSON_Delete(arr);
 		arr = cJSON_CreateArray();
-		if (!arr || attempts_read(sdir, mark, arr) == 0 || box_now_ms() >= until)
+		if (!arr || attempts_read(sdir, mark, tag, arr) == 0 || box_now_ms() >= until)
 			break;
 		{
 			struct timespec ts = { 0, 20 * 1000000L };
@@ -1634,6 +2199,7 @@ cJSON *box_netproxy_attempts(const char *sdir, int64_t mark, int wait_ms)
 		}
 		cJSON_DeleteItemFromObjectCaseSensitive(it, "phase");
 		cJSON_DeleteItemFromObjectCaseSensitive(it, "id");
+		cJSON_DeleteItemFromObjectCaseSensitive(it, "exec");
 	}
 	return arr;
 }

@@ -1170,28 +1170,86 @@ static void collect_outputs(const struct box_sbprov_session *s, struct box_sbexe
 }
 
 static cJSON *limit_scopes(int cgroup);
-/* What a guest with network rules gets: the proxy for every client that reads them. */
-#define PROXY_URL "http://127.0.0.1:3128"
-static const char *const proxy_env[] = {
-	"HTTP_PROXY=" PROXY_URL, "HTTPS_PROXY=" PROXY_URL, "ALL_PROXY=socks5h://127.0.0.1:3128",
-	"http_proxy=" PROXY_URL, "https_proxy=" PROXY_URL, "all_proxy=socks5h://127.0.0.1:3128",
-	"NO_PROXY=localhost,127.0.0.1,::1", "no_proxy=localhost,127.0.0.1,::1", NULL,
+/* What a guest with network rules gets: the proxy for every client that reads them, at the
+ * exec's own port (the shared one, BOX_NETPROXY_PORT, when the proxy gave none). */
+struct proxy_env {
+	int fd;                 /* holds the exec's listeners, or -1 */
+	char tag[24];
+	char v[8][64];
 };
 
-/* The exec's network attempts (the proxy's log since mark): the result's "network", and one
- * --events line each. */
-static void add_network(const struct box_sbprov_session *s, const struct box_sbexec *e,
-			struct box_sbexec_result *r, int64_t mark)
+static void proxy_env_add(const struct box_sbprov_session *s, struct proxy_env *pe,
+			  const char **envp, size_t *n)
 {
-	cJSON *arr = box_netproxy_attempts(s->sdir, mark, 1000), *it;
+	static const char *const names[] = { "HTTP_PROXY=http", "HTTPS_PROXY=http",
+					     "ALL_PROXY=socks5h", "http_proxy=http",
+					     "https_proxy=http", "all_proxy=socks5h" };
+	int port = BOX_NETPROXY_PORT;
+	size_t k;
+
+	pe->fd = box_netproxy_exec_open(s->sdir, &port, pe->tag, sizeof(pe->tag),
+					&(struct box_err){ 0 });
+	if (pe->fd < 0)
+		port = BOX_NETPROXY_PORT;
+	for (k = 0; k < 6; k++) {
+		box_fmt(pe->v[k], sizeof(pe->v[k]), "%s://127.0.0.1:%d", names[k], port);
+		envp[(*n)++] = pe->v[k];
+	}
+	envp[(*n)++] = "NO_PROXY=localhost,127.0.0.1,::1";
+	envp[(*n)++] = "no_proxy=localhost,127.0.0.1,::1";
+}
+
+/* --events network lines while the command runs: each attempt once it has ended, in the
+ * order of the result's array (one still open holds back those after it). */
+struct net_live {
+	const struct box_sbprov_session *s;
+	const struct box_sbexec *e;
+	const struct proxy_env *pe;
+	int64_t mark, last_ms;
+	int emitted;
+};
+
+static void net_emit(struct net_live *nl, const cJSON *arr, int all)
+{
+	const cJSON *it;
+	int k = 0;
+
+	cJSON_ArrayForEach(it, arr) {
+		if (k++ < nl->emitted)
+			continue;
+		if (!all && cJSON_IsNull(cJSON_GetObjectItemCaseSensitive(it, "bytes_sent")))
+			break;
+		nl->e->on_network(nl->e->ctx, it);
+		nl->emitted = k;
+	}
+}
+
+static void net_tick(void *ctx)
+{
+	struct net_live *nl = ctx;
+	cJSON *arr;
+
+	if (box_now_ms() - nl->last_ms < 500)
+		return;
+	nl->last_ms = box_now_ms();
+	arr = box_netproxy_attempts(nl->s->sdir, nl->mark, nl->pe->fd >= 0 ? nl->pe->tag : NULL, 0);
+	net_emit(nl, arr, 0);
+	cJSON_Delete(arr);
+}
+
+/* The exec's network attempts (the proxy's log since mark): the result's "network", and one
+ * --events line each (those net_tick has not given yet). */
+static void add_network(const struct box_sbprov_session *s, const struct box_sbexec *e,
+			struct box_sbexec_result *r, struct net_live *nl, const struct proxy_env *pe)
+{
+	cJSON *arr = box_netproxy_attempts(s->sdir, nl->mark, pe->fd >= 0 ? pe->tag : NULL, 1000);
 
 	if (!arr)
 		arr = cJSON_CreateArray();
 	if (!arr)
 		return;
 	if (e->on_network)
-		cJSON_ArrayForEach(it, arr)
-			e->on_network(e->ctx, it);
+		net_emit(nl, arr, 1);
 	if (!r->extra)
 		r->extra = cJSON_CreateObject();
 	if (!r->extra || !cJSON_AddItemToObject(r->extra, "network", arr))
@@ -1204,10 +1262,11 @@ static int local_exec(struct box_sbprov_session *s, const struct box_sbexec *e,
 	struct box_nsbox_config c;
 	struct box_sbexec x;
 	struct box_nsbox_inst i;
+	struct proxy_env pe = { .fd = -1 };
+	struct net_live nl;
 	const char *envp[GUEST_ENV_MAX + 1];
 	char sess[BOX_SBSTATE_ID_MAX + 16], tool_bin[PATH_MAX];
 	size_t n = 0, k;
-	int64_t mark;
 
 	box_fmt(sess, sizeof(sess), "BOX_SESSION=%s", s->id);
 	envp[n++] = "PATH=" GUEST_PATH;
@@ -1219,25 +1278,37 @@ static int local_exec(struct box_sbprov_session *s, const struct box_sbexec *e,
 	envp[n++] = sess;
 	if (cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(
 				       pdata(s, "config"), "net"), "allow")) > 0)
-		for (k = 0; proxy_env[k]; k++)
-			envp[n++] = proxy_env[k];
+		proxy_env_add(s, &pe, envp, &n);
 	for (k = 0; e->env && e->env[k]; k++)
 		env_set(envp, &n, GUEST_ENV_MAX, e->env[k]);
 	envp[n] = NULL;
-	if (empty_output(s, err) < 0)
+	if (empty_output(s, err) < 0) {
+		if (pe.fd >= 0)
+			close(pe.fd);
 		return -1;
+	}
 	config_of(s, &c, NULL, tool_bin, sizeof(tool_bin));
 	inst_of(s, &i);
 	/* the command gets the whole environment: the base, then the session's and the exec's */
 	x = *e;
 	x.env = envp;
-	mark = box_netproxy_log_mark(s->sdir);
-	if (box_nsbox_exec(&i, &c, &x, r, err) < 0)
+	nl = (struct net_live){ s, e, &pe, box_netproxy_log_mark(s->sdir), 0, 0 };
+	if (e->on_network) {
+		x.on_tick = net_tick;
+		x.tick_ctx = &nl;
+	}
+	if (box_nsbox_exec(&i, &c, &x, r, err) < 0) {
+		if (pe.fd >= 0)
+			close(pe.fd);
 		return -1;
+	}
+	/* the exec's processes have all ended: its listeners go */
+	if (pe.fd >= 0)
+		close(pe.fd);
 	if ((r->extra || (r->extra = cJSON_CreateObject())))
 		cJSON_AddItemToObject(r->extra, "limit_scopes",
 				      limit_scopes(strcmp(r->limits_enforced_by, "cgroup") == 0));
-	add_network(s, e, r, mark);
+	add_network(s, e, r, &nl, &pe);
 	collect_outputs(s, r);
 	return 0;
 }

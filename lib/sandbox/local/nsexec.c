@@ -670,6 +670,8 @@ static void run_pump(struct run *r)
 			break;
 		run_io(r, p);
 		run_watch(r);
+		if (r->x->on_tick)
+			r->x->on_tick(r->x->tick_ctx);
 	}
 }
 
