@@ -57,6 +57,8 @@ struct box_sandbox_op {
 				  * content from stdin */
 	int beside_exec;  /* 1: it takes the record's lock only, and answers while an exec of
 			   * the session runs (box_sbstate_lock_instance) */
+	int shares_run;   /* 1: it takes the instance lock shared (exec: execs of one session run
+			   * side by side; pause, snapshot, restore and delete wait for them) */
 	/* what follows the name on each usage line of --help (lines split by "\n"); operations
 	 * with the same text share a line */
 	const char *usage;

@@ -27,6 +27,7 @@ struct box_sbexec {
 	 * none */
 	void (*on_network)(void *ctx, const cJSON *attempt);
 	void *ctx;
+	int background;           /* 1: the command outlives the call (exec --background) */
 };
 
 /* Which limit ended the command. */

@@ -25,6 +25,7 @@
 #include <unistd.h>
 
 #include "nsbox.h"
+#include "sbjobs.h"
 #include "libexec.h"
 #include "atomic.h"
 #include "base64.h"
@@ -1239,18 +1240,14 @@ static void add_network(const struct box_sbprov_session *s, const struct box_sbe
 		cJSON_Delete(arr);
 }
 
-static int local_exec(struct box_sbprov_session *s, const struct box_sbexec *e,
-		      struct box_sbexec_result *r, struct box_err *err)
+/* The whole environment of a command: the base, then the session's and the exec's (sess
+ * holds BOX_SESSION=ID). */
+static void guest_env(struct box_sbprov_session *s, const struct box_sbexec *e,
+		      const char **envp, char *sess, size_t sessn)
 {
-	struct box_nsbox_config c;
-	struct box_sbexec x;
-	struct box_nsbox_inst i;
-	const char *envp[GUEST_ENV_MAX + 1];
-	char sess[BOX_SBSTATE_ID_MAX + 16], tool_bin[PATH_MAX];
 	size_t n = 0, k;
-	int64_t mark;
 
-	box_fmt(sess, sizeof(sess), "BOX_SESSION=%s", s->id);
+	box_fmt(sess, sessn, "BOX_SESSION=%s", s->id);
 	envp[n++] = "PATH=" GUEST_PATH;
 	envp[n++] = "HOME=/workspace";
 	envp[n++] = "LANG=C.UTF-8";
@@ -1265,6 +1262,45 @@ static int local_exec(struct box_sbprov_session *s, const struct box_sbexec *e,
 	for (k = 0; e->env && e->env[k]; k++)
 		env_set(envp, &n, GUEST_ENV_MAX, e->env[k]);
 	envp[n] = NULL;
+}
+
+/* exec --background (lib/sandbox/local/nsjobs.c) */
+static int local_background(struct box_sbprov_session *s, const struct box_sbexec *e, int dfd,
+			    const char *handle, int *pid, int *ran, struct box_err *err)
+{
+	struct box_nsbox_config c;
+	struct box_sbexec x = *e;
+	const char *envp[GUEST_ENV_MAX + 1];
+	char sess[BOX_SBSTATE_ID_MAX + 16], tool_bin[PATH_MAX];
+
+	guest_env(s, e, envp, sess, sizeof(sess));
+	config_of(s, &c, NULL, tool_bin, sizeof(tool_bin));
+	x.env = envp;
+	return box_nsbox_background(&c, &x, dfd, handle, pid, ran, err);
+}
+
+/* schedule: the runs get the environment as it is now */
+static int local_schedule(struct box_sbprov_session *s, const struct box_sbexec *e,
+			  const cJSON *argv, int every, char *handle, struct box_err *err)
+{
+	const char *envp[GUEST_ENV_MAX + 1];
+	char sess[BOX_SBSTATE_ID_MAX + 16];
+
+	guest_env(s, e, envp, sess, sizeof(sess));
+	return box_sbjobs_schedule_add(s->sdir, argv, envp, e->cwd, every, handle, err);
+}
+
+static int local_exec(struct box_sbprov_session *s, const struct box_sbexec *e,
+		      struct box_sbexec_result *r, struct box_err *err)
+{
+	struct box_nsbox_config c;
+	struct box_sbexec x;
+	struct box_nsbox_inst i;
+	const char *envp[GUEST_ENV_MAX + 1];
+	char sess[BOX_SBSTATE_ID_MAX + 16], tool_bin[PATH_MAX];
+	int64_t mark;
+
+	guest_env(s, e, envp, sess, sizeof(sess));
 	if (empty_output(s, err) < 0)
 		return -1;
 	config_of(s, &c, NULL, tool_bin, sizeof(tool_bin));
@@ -1630,4 +1666,6 @@ const struct box_sbprov box_nsbox_provider = {
 	.status = local_status,
 	.net_rules = local_net_rules,
 	.expose = local_expose,
+	.background = local_background,
+	.schedule = local_schedule,
 };
