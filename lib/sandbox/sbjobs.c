@@ -565,6 +565,7 @@ int box_sbjobs_schedule_add(const char *sdir, const cJSON *argv, const char *con
 
 	if (dfd < 0)
 		return -1;
+	(void)flock(dfd, LOCK_EX);
 	v = numbers(dfd, 's', &n);
 	if (!v) {
 		box_err_set(err, BOX_E_INTERNAL, "out of memory");
@@ -572,6 +573,19 @@ int box_sbjobs_schedule_add(const char *sdir, const cJSON *argv, const char *con
 	}
 	next = n ? v[n - 1] + 1 : 1;
 	free(v);
+	/* numbers are never given twice, even after an unschedule: the highest given is kept */
+	{
+		char seq[24] = { 0 };
+		int sfd = openat(dfd, "sched.seq", O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+
+		if (sfd >= 0) {
+			long last;
+
+			if (read(sfd, seq, sizeof(seq) - 1) > 0 && (last = strtol(seq, NULL, 10)) >= next)
+				next = last + 1;
+			close(sfd);
+		}
+	}
 	if (n >= BOX_SBJOBS_SCHEDULES_MAX) {
 		box_err_set(err, BOX_E_LIMIT, "the session has %d schedules already (at most %d)",
 			    (int)n, BOX_SBJOBS_SCHEDULES_MAX);
@@ -589,6 +603,13 @@ int box_sbjobs_schedule_add(const char *sdir, const cJSON *argv, const char *con
 	}
 	close(fd);
 	box_fmt(handle, BOX_SBJOBS_HANDLE_MAX, "sched-%ld", next);
+	{
+		char seq[24];
+
+		box_fmt(seq, sizeof(seq), "%ld", next);
+		(void)box_atomic_replace(dfd, "sched.seq", seq, strlen(seq), 0600, err);
+		box_err_init(err);
+	}
 	rec = cJSON_CreateObject();
 	e = cJSON_CreateArray();
 	for (n = 0; env && env[n]; n++)
