@@ -292,7 +292,7 @@ static int running_and_prune(int dfd, long *next)
 			ended++;
 		cJSON_Delete(rec);
 	}
-	for (k = 0; k < n && ended >= BOX_SBJOBS_KEPT; k++) {
+	for (k = 0; k < n && ended > BOX_SBJOBS_KEPT; k++) {
 		cJSON *rec;
 
 		box_err_init(&e);
