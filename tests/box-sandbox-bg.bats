@@ -217,6 +217,22 @@ while True:
 	sb_ok '.stdout == "still here\n"'
 }
 
+@test "a session whose background command runs is not idle: the idle timer leaves it running" {
+	run_sb create --session bg10 --idle-pause-after-seconds 1
+	sb_ok
+	run_sb exec bg10 --background -- sleep 300
+	sb_ok '.handle == "bg-1"'
+	sleep 5
+	run_sb status bg10
+	sb_ok '.state == "running" and .observed == "running"'
+	run_sb kill bg10 bg-1 --signal KILL
+	sb_ok
+	run_sb wait bg10 bg-1
+	sb_ok '.state == "killed"'
+	# with nothing running it is idle again
+	until_ok 30 bash -c "box-sandbox status bg10 | jq -e '.observed == \"paused\"'"
+}
+
 @test "wait with a timeout, kill with a signal" {
 	run_sb create --session bg6
 	sb_ok

@@ -1008,6 +1008,8 @@ static cJSON *job_result(struct box_sandbox_ctx *s, cJSON *rec)
 {
 	cJSON_DeleteItemFromObjectCaseSensitive(rec, "watcher");
 	cJSON_DeleteItemFromObjectCaseSensitive(rec, "watcher_start");
+	cJSON_DeleteItemFromObjectCaseSensitive(rec, "starter");
+	cJSON_DeleteItemFromObjectCaseSensitive(rec, "starter_start");
 	return result_of(s, rec);
 }
 

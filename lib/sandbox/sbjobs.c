@@ -153,30 +153,43 @@ int box_sbjobs_put(int dfd, const char *handle, const cJSON *rec, struct box_err
 	return write_json(dfd, name, rec, err);
 }
 
-/* 1 when the record's watcher is the process it names */
-static int watcher_alive(const cJSON *rec)
+/* 1 when the process the record names by key (its pid) and key_start is alive */
+static int named_alive(const cJSON *rec, const char *key, const char *key_start)
 {
-	pid_t w = (pid_t)box_json_get_int(rec, "watcher", 0);
+	pid_t w = (pid_t)box_json_get_int(rec, key, 0);
 	int64_t start;
 
 	return w > 0 && box_sbjobs_proc_stat(w, NULL, &start) == 0 &&
-	       start == box_json_get_int(rec, "watcher_start", -1);
+	       start == box_json_get_int(rec, key_start, -1);
 }
 
-/* A running (or starting) command whose watcher is gone is shown as killed. */
+/* 1 when the record's watcher is the process it names */
+static int watcher_alive(const cJSON *rec)
+{
+	return named_alive(rec, "watcher", "watcher_start");
+}
+
+/* A running command whose watcher is gone, or a start whose starter died before it had a
+ * watcher, is shown as killed. */
 static void settle(cJSON *rec)
 {
 	const char *st = box_json_get_str(rec, "state", "");
+	const char *why = NULL;
 
-	if ((strcmp(st, "running") == 0 || strcmp(st, "starting") == 0) && !watcher_alive(rec)) {
-		/* a starting record without a watcher is a start that died half-way */
-		if (strcmp(st, "starting") == 0 && !cJSON_GetObjectItemCaseSensitive(rec, "watcher"))
-			return;
-		cJSON_DeleteItemFromObjectCaseSensitive(rec, "state");
-		cJSON_AddStringToObject(rec, "state", "killed");
-		cJSON_DeleteItemFromObjectCaseSensitive(rec, "reason");
-		cJSON_AddStringToObject(rec, "reason", "its watcher on the host is gone");
-	}
+	if (strcmp(st, "running") == 0 && !watcher_alive(rec))
+		why = "its watcher on the host is gone";
+	else if (strcmp(st, "starting") == 0 && !cJSON_GetObjectItemCaseSensitive(rec, "watcher") &&
+		 !named_alive(rec, "starter", "starter_start"))
+		why = "its start was interrupted";
+	else if (strcmp(st, "starting") == 0 && cJSON_GetObjectItemCaseSensitive(rec, "watcher") &&
+		 !watcher_alive(rec))
+		why = "its watcher on the host is gone";
+	if (!why)
+		return;
+	cJSON_DeleteItemFromObjectCaseSensitive(rec, "state");
+	cJSON_AddStringToObject(rec, "state", "killed");
+	cJSON_DeleteItemFromObjectCaseSensitive(rec, "reason");
+	cJSON_AddStringToObject(rec, "reason", why);
 }
 
 cJSON *box_sbjobs_get(int dfd, const char *handle, struct box_err *err)
@@ -337,6 +350,13 @@ int box_sbjobs_reserve(int dfd, const cJSON *argv, const char *schedule, char *h
 	cJSON_AddItemToObject(rec, "argv", cJSON_Duplicate(argv, 1));
 	cJSON_AddStringToObject(rec, "state", "starting");
 	cJSON_AddStringToObject(rec, "started_at", now);
+	{
+		int64_t start = 0;
+
+		(void)box_sbjobs_proc_stat(getpid(), NULL, &start);
+		cJSON_AddNumberToObject(rec, "starter", getpid());
+		box_json_add_int64(rec, "starter_start", start);
+	}
 	if (schedule)
 		cJSON_AddStringToObject(rec, "schedule", schedule);
 	box_fmt(name, sizeof(name), "bg-%ld.log", next);
@@ -414,6 +434,8 @@ static cJSON *list_kind(int dfd, char kind, struct box_err *err)
 		}
 		cJSON_DeleteItemFromObjectCaseSensitive(rec, "watcher");
 		cJSON_DeleteItemFromObjectCaseSensitive(rec, "watcher_start");
+		cJSON_DeleteItemFromObjectCaseSensitive(rec, "starter");
+		cJSON_DeleteItemFromObjectCaseSensitive(rec, "starter_start");
 		cJSON_AddItemToArray(arr, rec);
 	}
 	free(v);

@@ -144,6 +144,20 @@ static void test_commands(void)
 		ok(box_sbjobs_signal(dfd, "bg-1", SIGINT, &e) < 0 && e.code == BOX_E_CONFLICT,
 		   "no reader on the FIFO: conflict");
 	}
+	/* a start whose starter died before its watcher came: killed, and no room taken */
+	box_err_init(&e);
+	ok(box_sbjobs_reserve(dfd, argv, NULL, handle, &e) == 0, "reserve %s", handle);
+	rec = box_sbjobs_get(dfd, handle, &e);
+	is_str(box_json_get_str(rec, "state", ""), "starting", "... starting while its starter lives");
+	cJSON_DeleteItemFromObjectCaseSensitive(rec, "starter");
+	cJSON_AddNumberToObject(rec, "starter", 0);
+	box_sbjobs_put(dfd, handle, rec, &e);
+	cJSON_Delete(rec);
+	rec = box_sbjobs_get(dfd, handle, &e);
+	is_str(box_json_get_str(rec, "state", ""), "killed", "... killed once it is gone");
+	is_str(box_json_get_str(rec, "reason", ""), "its start was interrupted", "... and why");
+	cJSON_Delete(rec);
+	box_sbjobs_unreserve(dfd, handle);
 	box_err_init(&e);
 	ok(!box_sbjobs_get(dfd, "bg-99", &e) && e.code == BOX_E_NOT_FOUND, "bg-99: not_found");
 	box_err_init(&e);

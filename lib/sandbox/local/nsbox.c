@@ -1557,6 +1557,9 @@ static int keeper_tick(const void *ctx)
 	since = (int64_t)(time(NULL) - st.st_mtime) * 1000;
 	if (since < idle_ms)
 		return (int)(idle_ms - since + 50 > 3600000 ? 3600000 : idle_ms - since + 50);
+	/* a background command that runs (a server, say) keeps the session from being idle */
+	if (box_sbjobs_running(s.sdir) > 0)
+		return 10000;
 	/* an exec holds the instance lock for its whole run: a session running a command is
 	 * not idle */
 	runlockfd = box_sbstate_lock_instance(s.dir, s.id, 0, &e);
