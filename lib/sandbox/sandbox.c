@@ -941,7 +941,7 @@ static int exec_command(struct box_sandbox_ctx *s, const struct exec_spec *e,
 static cJSON *exec_background(struct box_sandbox_ctx *s, const struct exec_spec *e,
 			      struct box_err *err)
 {
-	struct box_sbexec x;
+	struct box_sbexec x = { 0 };
 	char handle[BOX_SBJOBS_HANDLE_MAX];
 	int dfd, pid = 0, ran = 0;
 	cJSON *env = cJSON_CreateArray(), *res = NULL;
@@ -964,11 +964,10 @@ static cJSON *exec_background(struct box_sandbox_ctx *s, const struct exec_spec 
 	add_flags(s, res);
 	touch(s);
 out:
-	if (dfd >= 0) {
-		free((void *)x.argv);
-		free((void *)x.env);
+	free((void *)x.argv);
+	free((void *)x.env);
+	if (dfd >= 0)
 		close(dfd);
-	}
 	cJSON_Delete(env);
 	return res ? res : exec_failure(s->id, 0, err);
 }
