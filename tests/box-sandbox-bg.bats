@@ -177,6 +177,15 @@ cg_file() {
 	sb_ok '.output == "line60\n" and .next_offset == 411'
 	run_sb logs bg4 bg-1 --since 411
 	sb_ok '.output == "" and .next_offset == 411'
+	# the log is capped at disk_bytes / 64: 16 KiB of a session of 1 MiB
+	run_sb create --session bg4c --disk-bytes 1048576
+	sb_ok
+	run_sb exec bg4c --background -- sh -c 'head -c 100000 /dev/zero | tr "\\0" x; echo done >&2'
+	sb_ok
+	run_sb wait bg4c bg-1
+	sb_ok '.state == "exited" and .log_bytes == 16384 and .log_truncated == true'
+	run_sb logs bg4c bg-1 --since 16000
+	sb_ok '.output == ("x" * 384) and .next_offset == 16384'
 	# a follow of a command that runs: output events, then the result once it has ended
 	run_sb exec bg4 --background -- sh -c 'echo a; sleep 1; echo b >&2; sleep 1; echo c'
 	sb_ok '.handle == "bg-2"'

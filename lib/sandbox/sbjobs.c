@@ -24,8 +24,8 @@
 
 int64_t box_sbjobs_log_cap(int64_t disk_bytes)
 {
-	if (disk_bytes > 0 && disk_bytes / 32 < BOX_SBJOBS_LOG_MAX)
-		return disk_bytes / 32;
+	if (disk_bytes > 0 && disk_bytes / 64 < BOX_SBJOBS_LOG_MAX)
+		return disk_bytes / 64;
 	return BOX_SBJOBS_LOG_MAX;
 }
 

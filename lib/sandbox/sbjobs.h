@@ -21,14 +21,15 @@
 #include "err.h"
 
 #define BOX_SBJOBS_RUNNING_MAX 32     /* background commands of a session running at once */
-#define BOX_SBJOBS_KEPT 64            /* records of ended commands kept (the oldest go) */
+#define BOX_SBJOBS_KEPT 32            /* records of ended commands kept (the oldest go) */
 #define BOX_SBJOBS_SCHEDULES_MAX 16   /* schedules of a session */
 #define BOX_SBJOBS_LOG_MAX ((int64_t)16 << 20)
 #define BOX_SBJOBS_LOGS_CHUNK (1 << 20)  /* bytes one logs answer carries at most */
 #define BOX_SBJOBS_EVERY_MAX 86400
 #define BOX_SBJOBS_HANDLE_MAX 32
 
-/* The cap of one command's log: min(disk_bytes / 32, 16 MiB). */
+/* The cap of one command's log: min(disk_bytes / 64, 16 MiB), so that the logs of the 32
+ * running and the 32 kept commands together stay within the session's disk limit. */
 int64_t box_sbjobs_log_cap(int64_t disk_bytes);
 
 /* The session's jobs/ directory (made when missing): an O_DIRECTORY fd, or -1 with err. */

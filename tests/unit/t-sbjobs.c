@@ -48,7 +48,7 @@ static void test_names(void)
 	is_int(box_sbjobs_signal_of("SIG"), 0, "SIG is none");
 	is_int(box_sbjobs_signal_of("term"), 0, "names are upper case");
 	is_int(box_sbjobs_signal_of(""), 0, "empty is none");
-	is_int(box_sbjobs_log_cap(1 << 20), (1 << 20) / 32, "the cap of 1 MiB of disk");
+	is_int(box_sbjobs_log_cap(1 << 20), (1 << 20) / 64, "the cap of 1 MiB of disk");
 	is_int(box_sbjobs_log_cap((int64_t)1 << 40), BOX_SBJOBS_LOG_MAX, "at most 16 MiB");
 	is_int(box_sbjobs_log_cap(0), BOX_SBJOBS_LOG_MAX, "no disk limit");
 }
@@ -181,9 +181,9 @@ static void test_commands(void)
 	set_state(dfd, handle, "exited", 0);
 	list = box_sbjobs_list(sdir, &e);
 	is_int(cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(list, "commands")),
-	       BOX_SBJOBS_KEPT + 1, "64 ended kept (and the newest)");
+	       BOX_SBJOBS_KEPT + 1, "32 ended kept (and the newest)");
 	is_str(box_json_get_str(cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(list, "commands"),
-						   0), "handle", ""), "bg-9", "the oldest went");
+						   0), "handle", ""), "bg-41", "the oldest went");
 	ok(!cJSON_GetObjectItemCaseSensitive(cJSON_GetArrayItem(
 		cJSON_GetObjectItemCaseSensitive(list, "commands"), 0), "watcher"),
 	   "the listing shows no watcher");
