@@ -149,13 +149,15 @@ teardown() {
 		length == 4 and .[0][1] == "start" and .[1][1] == "start" and .[0][0] != .[1][0]
 		and .[2][1] == "end" and .[3][1] == "end"'
 	# pause takes the session's instance lock exclusive: it waits for the running exec
-	box-sandbox exec k1 -- sh -c 'sleep 3; echo done' >"$T/c.json" 2>&1 &
+	box-sandbox exec k1 -- sh -c 'sleep 3; echo done > /workspace/done; echo done' >"$T/c.json" 2>&1 &
 	pc=$!
 	sleep 1
+	[ ! -e "$BOX_STATE_DIR/sandboxes/k1/workspace/done" ]
 	run_sb pause k1
 	sb_ok '.state == "paused"'
-	jqe '.ok == true and .stdout == "done\n"' "$(cat "$T/c.json")"
+	[ -e "$BOX_STATE_DIR/sandboxes/k1/workspace/done" ]
 	wait "$pc"
+	jqe '.ok == true and .stdout == "done\n"' "$(cat "$T/c.json")"
 }
 
 @test "snapshot, change, restore brings the old content back" {
