@@ -324,7 +324,7 @@ static int read_started(struct watch *w, int *ran, struct box_err *err)
 		if (poll(&p, 1, (int)(left > 1000 ? 1000 : left)) <= 0)
 			continue;
 		n = read(w->status, (char *)&w->st + w->got, sizeof(w->st) - w->got);
-		if (n <= 0 && errno != EINTR)
+		if (n == 0 || (n < 0 && errno != EINTR))
 			return box_err_set(err, BOX_E_IO, "the background command's supervisor "
 					   "ended before it started");
 		if (n > 0)
