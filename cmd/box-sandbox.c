@@ -249,6 +249,7 @@ int main(int argc, char **argv)
 		return fail_op(op, &err);
 	}
 	io.no_create = box_cli_agent() && !box_trust_may_create(box_cli_trust());
+	io.no_schedule = box_cli_agent() && !box_trust_may_set(box_cli_trust(), "every");
 	io.policy = policy = box_trust_effective(box_cli_trust());
 	res = box_sandbox(req, &io, &err);
 	cJSON_Delete(policy);

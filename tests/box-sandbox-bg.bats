@@ -404,6 +404,13 @@ while True:
 	sleep 2
 	[ ! -e "$BOX_STATE_DIR/sandboxes/bg9/workspace/pwned" ]
 	[ ! -e "$(jobs_dir bg9)" ] || [ -z "$(ls -A "$(jobs_dir bg9)")" ]
+	# nor may it remove the operator's schedules
+	run -0 box-sandbox schedule bg9 --every 3600 -- true
+	run --separate-stderr box-sandbox --json --session bg9 \
+		<<<'{"op": "unschedule", "session": "bg9", "handle": "sched-1"}'
+	assert_fail policy_denied 4
+	run_sb ps bg9
+	sb_ok '.schedules[0].handle == "sched-1"'
 	run -0 box-sandbox --describe
 	jqe '.input_schema.properties | has("background") or has("every") | not'
 	jqe '.input_schema.properties | has("handle") and has("signal") and has("since") and has("follow")'

@@ -1177,6 +1177,9 @@ static cJSON *op_unschedule(struct box_sandbox_ctx *s, struct box_err *err)
 	const char *h = box_json_get_str(s->req, "handle", NULL);
 	cJSON *res;
 
+	if (s->io && s->io->no_schedule)
+		return box_err_set(err, BOX_E_POLICY, "schedules are the operator's: the policy "
+				   "does not grant every"), NULL;
 	if (need_rec(s, err) < 0 || box_sbjobs_schedule_remove(s->sdir, h, err) < 0)
 		return NULL;
 	res = result_of(s, NULL);

@@ -33,6 +33,9 @@ struct box_sandbox_io {
 	const cJSON *policy;
 	/* exec --events: called with each network attempt of the command (after it ended) */
 	void (*on_network)(void *ctx, const cJSON *attempt);
+	/* the request is an agent's whose policy does not grant every: it may not remove the
+	 * operator's schedules either (unschedule is policy_denied) */
+	int no_schedule;
 };
 
 struct box_sandbox_ctx;   /* one operation on one session, private to lib/sandbox/sandbox.c */
