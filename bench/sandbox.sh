@@ -7,6 +7,7 @@
 #   lifecycle   create + first exec + delete        vs  the same bwrap command
 #   pause       pause + resume, the pair, in ms     (hyperfine of a script doing both)
 #   snapshot    snapshot and restore of a 100 MB workspace, MB/s
+#   background  box-sandbox exec S --background -- true  vs  box-sandbox exec S -- true
 #
 # bench/sandbox-parts.sh splits one exec into its parts (client, keeper, supervisor, command,
 # teardown) from a perf trace.
@@ -31,7 +32,7 @@ tmp=$(mktemp -d "${TMPDIR:-/tmp}/box-bench-sandbox.XXXXXX")
 export BOX_STATE_DIR=$tmp/state BOX_LIBEXEC_DIR=$build
 sb=$build/box-sandbox
 cleanup() {
-	for s in bench-exec bench-pause bench-snap bench-life; do
+	for s in bench-exec bench-bg bench-pause bench-snap bench-life; do
 		"$sb" delete "$s" >/dev/null 2>&1 || true
 	done
 	rm -rf "$tmp"
@@ -56,6 +57,16 @@ e=$(median "$tmp/exec.json" 0); n=$(median "$tmp/exec.json" 1); b=$(median "$tmp
 echo "box-sandbox exec $(ms "$e") ms, nsenter $(ms "$n") ms, bwrap $(ms "$b") ms"
 echo "exec / nsenter = $(ratio "$e" "$n")   (target <= 1.0)"
 echo "bwrap / exec   = $(ratio "$b" "$e")   (target >= 2.0)"
+
+echo "== background start vs foreground exec of the same command"
+"$sb" create --session bench-bg --idle-pause-after-seconds 0 >/dev/null
+"$sb" exec bench-bg --background -- true >/dev/null
+hyperfine -N -w 10 -r "$runs" --export-json "$tmp/bg.json" \
+	"$sb exec bench-bg --background -- true" \
+	"$sb exec bench-bg -- true" >/dev/null
+g=$(median "$tmp/bg.json" 0); f=$(median "$tmp/bg.json" 1)
+echo "exec --background $(ms "$g") ms, exec $(ms "$f") ms"
+echo "background / foreground = $(ratio "$g" "$f")   (target <= 1.2)"
 
 echo "== create + first exec + delete"
 cat > "$tmp/life.sh" <<EOS

@@ -267,6 +267,7 @@ int main(int argc, char **argv)
 			  fcntl(0, F_GETFD) >= 0 && !isatty(0);
 	io.stdin_fd = 0;
 	io.no_create = box_cli_agent() && !box_trust_may_create(box_cli_trust());
+	io.no_schedule = box_cli_agent() && !box_trust_may_set(box_cli_trust(), "every");
 	io.policy = policy = box_trust_effective(box_cli_trust());
 	res = box_sandbox(req, &io, &err);
 	cJSON_Delete(policy);

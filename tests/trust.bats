@@ -37,6 +37,8 @@ hostile() {
 	allow_host) echo '["127.0.0.1:22", "*.com:443", "169.254.169.254:80"]' ;;
 	deny_host) echo '[]' ;;
 	guest_port) echo 22 ;;
+	background) echo true ;;
+	every) echo 1 ;;
 	tools) echo '"/etc/passwd"' ;;
 	mount) echo '["/:/host:rw"]' ;;
 	input) echo '["/etc/shadow"]' ;;
@@ -71,7 +73,7 @@ nothing_left() {
 	run -0 operator_members box-run
 	assert_equal "$(echo $output)" "allow allow_private_network max_instructions max_output_bytes max_result_bytes max_write_bytes tools workspace"
 	run -0 operator_members box-sandbox
-	assert_equal "$(echo $output)" "allow_host deny_host env export from_snapshot guest_port host_dir idle_pause_after_seconds init input mount output provider tools"
+	assert_equal "$(echo $output)" "allow_host background deny_host env every export from_snapshot guest_port host_dir idle_pause_after_seconds init input mount output provider tools"
 	run -0 operator_members box-pack
 	assert_equal "$(echo $output)" "dir force insecure registry"
 	run -0 operator_members box-pull

@@ -21,6 +21,9 @@
 #include "provider.h"
 #include "fswalk.h"
 #include "sbcopy.h"
+#include "sbjobs.h"
+#include "clock.h"
+#include "utf8.h"
 #include "policy.h"
 #include "sbprov.h"
 #include "sbrepro.h"
@@ -32,8 +35,8 @@
 
 const struct box_field box_sandbox_fields[] = {
 	{ "op", BOX_F_STRING, 0, 16, 0, "the operation (the first word: create exec read write cp-in "
-	  "cp-out ls pause resume status snapshot restore history delete list network expose "
-	  "unexpose)", "OP", 0 },
+	  "cp-out ls pause resume status snapshot restore history delete ps logs wait kill schedule "
+	  "unschedule list network expose unexpose)", "OP", 0 },
 	{ "session", BOX_F_STRING, 0, BOX_SBSTATE_ID_MAX, 's', "the session id (create makes one when "
 	  "absent)", "ID", 0 },
 	{ "provider", BOX_F_STRING, 0, BOX_SBSTATE_PROVIDER_MAX, 0, "provider of a new session: local "
@@ -95,6 +98,18 @@ const struct box_field box_sandbox_fields[] = {
 	  "HOST or *.DOMAIN (optionally :PORT) whatever allows it (repeatable)", "PATTERN", 0 },
 	{ "guest_port", BOX_F_INT, 1, 65535, 0, "expose, unexpose: the port of a server on the "
 	  "guest's 127.0.0.1", "PORT", 0 },
+	{ "background", BOX_F_BOOL, 0, 0, 0, "exec: start the command and return its handle at "
+	  "once; it runs until it ends, is killed or the session is deleted", NULL, 0 },
+	{ "every", BOX_F_INT, 1, BOX_SBJOBS_EVERY_MAX, 0, "schedule: run the command every this "
+	  "many seconds while the session runs", "SECONDS", 0 },
+	{ "handle", BOX_F_STRING, 0, BOX_SBJOBS_HANDLE_MAX, 0, "logs, wait, kill: a background "
+	  "command (bg-N); unschedule: a schedule (sched-N)", "HANDLE", 0 },
+	{ "signal", BOX_F_STRING, 0, 16, 0, "kill: the signal, a name (TERM, SIGKILL) or number "
+	  "(default TERM)", "SIG", 0 },
+	{ "since", BOX_F_INT, 0, INT64_MAX, 0, "logs: the byte offset of the log to read from "
+	  "(default 0)", "OFFSET", 0 },
+	{ "follow", BOX_F_BOOL, 0, 0, 0, "logs: stream the log as output events until the "
+	  "command ends", NULL, 0 },
 	{ NULL, 0, 0, 0, 0, NULL, NULL, 0 },
 };
 
@@ -893,6 +908,293 @@ static void remember(struct box_sandbox_ctx *s, const cJSON *res)
 	cJSON_Delete(entry);
 }
 
+/* ---- background commands and schedules (lib/sandbox/sbjobs.h) ---- */
+
+/* What a background command (or a schedule) cannot have, refused before anything runs. */
+static int background_refused(const struct box_sandbox_ctx *s, struct box_err *err)
+{
+	if (!box_json_get_bool(s->req, "background", 0) && strcmp(s->op->name, "schedule") != 0)
+		return 0;
+	if (cJSON_GetObjectItemCaseSensitive(s->req, "stdin"))
+		return box_err_set(err, BOX_E_USAGE, "a background command reads no stdin: leave "
+				   "out --stdin"), box_err_path(err, "$.stdin"), -1;
+	if (box_json_get_bool(s->req, "events", 0))
+		return box_err_set(err, BOX_E_USAGE, "a background command's output is read with "
+				   "logs, not --events"), box_err_path(err, "$.events"), -1;
+	if (strcmp(s->op->name, "schedule") == 0 ? !s->p->schedule : !s->p->background)
+		return box_err_set(err, BOX_E_UNSUPPORTED, "the %s provider has no background "
+				   "commands", s->p->name ? s->p->name : "plug-in"), -1;
+	return 0;
+}
+
+/* The command of e as the provider takes it (argv and the session's and exec's env): 0 with
+ * x filled (free x->argv and x->env), or -1. */
+static int exec_command(struct box_sandbox_ctx *s, const struct exec_spec *e,
+			struct box_sbexec *x, cJSON *env, struct box_err *err)
+{
+	memset(x, 0, sizeof(*x));
+	resolve_env(cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(
+			    s->rec.provider_data, "config"), "env"), env);
+	resolve_env(e->env, env);
+	x->argv = strv_of(e->argv);
+	x->env = strv_of(env);
+	x->cwd = e->cwd;
+	if (!x->argv || !x->env)
+		return box_err_set(err, BOX_E_INTERNAL, "out of memory");
+	return 0;
+}
+
+/* exec --background: the handle, the pid in the guest and ran. */
+static cJSON *exec_background(struct box_sandbox_ctx *s, const struct exec_spec *e,
+			      struct box_err *err)
+{
+	struct box_sbexec x = { 0 };
+	char handle[BOX_SBJOBS_HANDLE_MAX];
+	int dfd, pid = 0, ran = 0;
+	cJSON *env = cJSON_CreateArray(), *res = NULL;
+
+	dfd = box_sbjobs_dir(s->sdir, err);
+	if (dfd < 0 || !env || exec_command(s, e, &x, env, err) < 0 ||
+	    box_sbjobs_reserve(dfd, e->argv, NULL, handle, err) < 0)
+		goto out;
+	if (s->p->background(&s->ps, &x, dfd, handle, &pid, &ran, err) < 0) {
+		if (!ran)
+			box_sbjobs_unreserve(dfd, handle);
+		res = exec_failure(s->id, ran, err);
+		goto out;
+	}
+	res = result_of(s, NULL);
+	cJSON_AddStringToObject(res, "handle", handle);
+	cJSON_AddNumberToObject(res, "pid", pid);
+	cJSON_AddTrueToObject(res, "background");
+	cJSON_AddTrueToObject(res, "ran");
+	add_flags(s, res);
+	touch(s);
+out:
+	free((void *)x.argv);
+	free((void *)x.env);
+	if (dfd >= 0)
+		close(dfd);
+	cJSON_Delete(env);
+	return res ? res : exec_failure(s->id, 0, err);
+}
+
+static cJSON *op_ps(struct box_sandbox_ctx *s, struct box_err *err)
+{
+	if (need_rec(s, err) < 0)
+		return NULL;
+	return result_of(s, box_sbjobs_list(s->sdir, err));
+}
+
+/* The record of the request's handle, the record's lock given up first: logs, wait and
+ * kill never hold up the session. NULL with err. */
+static cJSON *job_of(struct box_sandbox_ctx *s, int *dfd, struct box_err *err)
+{
+	cJSON *rec;
+
+	*dfd = -1;
+	if (need_rec(s, err) < 0)
+		return NULL;
+	if (s->lockfd >= 0)
+		close(s->lockfd);
+	s->lockfd = -1;
+	*dfd = box_sbjobs_dir(s->sdir, err);
+	if (*dfd < 0)
+		return NULL;
+	rec = box_sbjobs_get(*dfd, box_json_get_str(s->req, "handle", ""), err);
+	if (!rec) {
+		close(*dfd);
+		*dfd = -1;
+	}
+	return rec;
+}
+
+/* The job's record as a result: its state and end, without the host's details. */
+static cJSON *job_result(struct box_sandbox_ctx *s, cJSON *rec)
+{
+	cJSON_DeleteItemFromObjectCaseSensitive(rec, "watcher");
+	cJSON_DeleteItemFromObjectCaseSensitive(rec, "watcher_start");
+	cJSON_DeleteItemFromObjectCaseSensitive(rec, "starter");
+	cJSON_DeleteItemFromObjectCaseSensitive(rec, "starter_start");
+	return result_of(s, rec);
+}
+
+static int job_live(const cJSON *rec)
+{
+	const char *st = box_json_get_str(rec, "state", "");
+
+	return strcmp(st, "running") == 0 || strcmp(st, "starting") == 0;
+}
+
+/* logs: the log from --since (at most BOX_SBJOBS_LOGS_CHUNK bytes); --follow streams it as
+ * output events until the command has ended and all of it is read. */
+static cJSON *op_logs(struct box_sandbox_ctx *s, struct box_err *err)
+{
+	int64_t since = box_json_get_int(s->req, "since", 0), at;
+	int follow = box_json_get_bool(s->req, "follow", 0) && s->io && s->io->on_output, dfd;
+	char *chunk = NULL;
+	ssize_t n = 0;
+	struct box_buf text;
+	cJSON *rec = job_of(s, &dfd, err), *res = NULL;
+
+	box_buf_init(&text, (size_t)BOX_SBJOBS_LOGS_CHUNK * 3 + 1);
+	if (!rec || !(chunk = malloc(BOX_SBJOBS_LOGS_CHUNK)))
+		goto out;
+	for (at = since;; at += n) {
+		int live = job_live(rec);
+
+		n = box_sbjobs_log_read(dfd, box_json_get_str(rec, "handle", ""), at, chunk,
+					BOX_SBJOBS_LOGS_CHUNK, err);
+		if (n < 0)
+			goto out;
+		if (!follow)
+			break;
+		if (n > 0) {
+			s->io->on_output(s->io->ctx, 1, chunk, (size_t)n);
+			continue;
+		}
+		if (!live)
+			break;
+		usleep(100000);
+		cJSON_Delete(rec);
+		if (!(rec = box_sbjobs_get(dfd, box_json_get_str(s->req, "handle", ""), err)))
+			goto out;
+	}
+	if (box_utf8_sanitize(chunk, (size_t)n, &text, err) < 0 ||
+	    box_buf_append(&text, "", 1, err) < 0)
+		goto out;
+	cJSON_AddItemToObject(rec, "offset", cJSON_CreateNumber((double)since));
+	cJSON_AddItemToObject(rec, "next_offset", cJSON_CreateNumber((double)(at + n)));
+	cJSON_AddStringToObject(rec, "output", follow ? "" : text.data);
+	res = job_result(s, rec);
+	rec = NULL;
+out:
+	if (dfd >= 0)
+		close(dfd);
+	free(chunk);
+	box_buf_release(&text);
+	cJSON_Delete(rec);
+	return res;
+}
+
+/* wait: until the command ends, or timeout after --timeout-ms (default 60 s). */
+static cJSON *op_wait(struct box_sandbox_ctx *s, struct box_err *err)
+{
+	int64_t ms = box_json_get_int(s->req, "timeout_ms", BOX_SANDBOX_DEFAULT_TIMEOUT_MS);
+	int64_t until = box_now_ms() + ms;
+	int dfd;
+	cJSON *rec = job_of(s, &dfd, err);
+
+	while (rec && job_live(rec)) {
+		if (box_now_ms() >= until) {
+			box_err_set(err, BOX_E_TIMEOUT, "%s still runs after %lld ms",
+				    box_json_get_str(rec, "handle", ""), (long long)ms);
+			cJSON_Delete(rec);
+			rec = NULL;
+			break;
+		}
+		usleep(50000);
+		cJSON_Delete(rec);
+		rec = box_sbjobs_get(dfd, box_json_get_str(s->req, "handle", ""), err);
+	}
+	if (dfd >= 0)
+		close(dfd);
+	return rec ? job_result(s, rec) : NULL;
+}
+
+/* kill: --signal (default SIGTERM) to the command's process group. */
+static cJSON *op_kill(struct box_sandbox_ctx *s, struct box_err *err)
+{
+	const char *name = box_json_get_str(s->req, "signal", "TERM");
+	int sig = box_sbjobs_signal_of(name), dfd;
+	cJSON *rec, *res;
+	char text[24];
+
+	if (!sig) {
+		box_err_set(err, BOX_E_INVALID, "unknown signal '%.16s' (a name such as TERM or "
+			    "SIGKILL, or a number 1-64)", name);
+		return box_err_path(err, "$.signal"), NULL;
+	}
+	rec = job_of(s, &dfd, err);
+	if (!rec)
+		return NULL;
+	cJSON_Delete(rec);
+	if (box_sbjobs_signal(dfd, box_json_get_str(s->req, "handle", ""), sig, err) < 0) {
+		close(dfd);
+		return NULL;
+	}
+	close(dfd);
+	res = result_of(s, NULL);
+	cJSON_AddStringToObject(res, "handle", box_json_get_str(s->req, "handle", ""));
+	box_fmt(text, sizeof(text), "SIG%s", sigabbrev_np(sig) ? sigabbrev_np(sig) : "RT");
+	cJSON_AddStringToObject(res, "signal", sig < 32 ? text : name);
+	cJSON_AddTrueToObject(res, "sent");
+	return res;
+}
+
+/* schedule: ARGV (or --command) every --every seconds while the session runs. */
+static cJSON *op_schedule(struct box_sandbox_ctx *s, struct box_err *err)
+{
+	struct exec_spec e = { 0 };
+	struct box_sbexec x = { 0 };
+	char handle[BOX_SBJOBS_HANDLE_MAX];
+	const cJSON *argv = cJSON_GetObjectItemCaseSensitive(s->req, "argv");
+	const char *cmd = box_json_get_str(s->req, "command", NULL);
+	int every = (int)box_json_get_int(s->req, "every", 0), rc = -1;
+	cJSON *env = NULL, *shell = NULL, *res = NULL;
+
+	if (!every)
+		return box_err_set(err, BOX_E_USAGE, "schedule needs --every SECONDS"), NULL;
+	if (cmd && cJSON_GetArraySize(argv) > 0)
+		return box_err_set(err, BOX_E_USAGE, "give either --command or ARGV, not both"), NULL;
+	if (!cmd && cJSON_GetArraySize(argv) == 0)
+		return box_err_set(err, BOX_E_USAGE, "schedule needs ARGV after -- or --command"),
+		       NULL;
+	if (need_rec(s, err) < 0 || background_refused(s, err) < 0 ||
+	    check_env(cJSON_GetObjectItemCaseSensitive(s->req, "env"), err) < 0 ||
+	    ready(s, err) < 0)
+		return NULL;
+	if (cmd) {
+		shell = cJSON_CreateArray();
+		cJSON_AddItemToArray(shell, cJSON_CreateString("/bin/sh"));
+		cJSON_AddItemToArray(shell, cJSON_CreateString("-c"));
+		cJSON_AddItemToArray(shell, cJSON_CreateString(cmd));
+	}
+	e.argv = cmd ? shell : argv;
+	e.env = cJSON_GetObjectItemCaseSensitive(s->req, "env");
+	e.cwd = box_json_get_str(s->req, "cwd", NULL);
+	env = cJSON_CreateArray();
+	if (env && exec_command(s, &e, &x, env, err) == 0)
+		rc = s->p->schedule(&s->ps, &x, e.argv, every, handle, err);
+	if (rc == 0) {
+		res = result_of(s, NULL);
+		cJSON_AddStringToObject(res, "handle", handle);
+		cJSON_AddNumberToObject(res, "every", every);
+		cJSON_AddItemToObject(res, "argv", cJSON_Duplicate(e.argv, 1));
+	}
+	free((void *)x.argv);
+	free((void *)x.env);
+	cJSON_Delete(env);
+	cJSON_Delete(shell);
+	return res;
+}
+
+static cJSON *op_unschedule(struct box_sandbox_ctx *s, struct box_err *err)
+{
+	const char *h = box_json_get_str(s->req, "handle", NULL);
+	cJSON *res;
+
+	if (s->io && s->io->no_schedule)
+		return box_err_set(err, BOX_E_POLICY, "schedules are the operator's: the policy "
+				   "does not grant every"), NULL;
+	if (need_rec(s, err) < 0 || box_sbjobs_schedule_remove(s->sdir, h, err) < 0)
+		return NULL;
+	res = result_of(s, NULL);
+	cJSON_AddStringToObject(res, "handle", h);
+	cJSON_AddTrueToObject(res, "unscheduled");
+	return res;
+}
+
 static cJSON *op_exec(struct box_sandbox_ctx *s, struct box_err *err)
 {
 	struct exec_spec e = { 0 };
@@ -907,7 +1209,8 @@ static cJSON *op_exec(struct box_sandbox_ctx *s, struct box_err *err)
 		return box_err_set(err, BOX_E_USAGE, "give either --command or ARGV, not both"), NULL;
 	if (!cmd && cJSON_GetArraySize(argv) == 0)
 		return box_err_set(err, BOX_E_USAGE, "exec needs ARGV after -- or --command"), NULL;
-	if (check_env(cJSON_GetObjectItemCaseSensitive(s->req, "env"), err) < 0 ||
+	if (background_refused(s, err) < 0 ||
+	    check_env(cJSON_GetObjectItemCaseSensitive(s->req, "env"), err) < 0 ||
 	    session_limits_match(s, err) < 0 || ready(s, err) < 0)
 		return NULL;
 	if (cmd) {
@@ -923,6 +1226,11 @@ static cJSON *op_exec(struct box_sandbox_ctx *s, struct box_err *err)
 	e.stream_stdin = 1;
 	exec_limits(s, &e);
 	e.events = box_json_get_bool(s->req, "events", 0);
+	if (box_json_get_bool(s->req, "background", 0)) {
+		box_sbexec_result_init(&r);
+		res = exec_background(s, &e, err);
+		goto out;
+	}
 	/* before the command runs: a provenance that cannot be made fails an exec that ran not */
 	prov = box_sbrepro_provenance(s->sdir, s->req, s->io ? s->io->policy : NULL,
 				      cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(
@@ -1197,6 +1505,8 @@ static cJSON *op_delete(struct box_sandbox_ctx *s, struct box_err *err)
 		return delete_corrupt(s, err);
 	if (need_rec(s, err) < 0)
 		return NULL;
+	/* the background commands' watchers first: none writes into the files removed below */
+	box_sbjobs_stop_watchers(s->sdir);
 	if (s->p->stop(&s->ps, err) < 0 && err->code != BOX_E_NOT_FOUND)
 		return NULL;
 	box_err_init(err);
@@ -1576,7 +1886,7 @@ static cJSON *op_list(struct box_sandbox_ctx *s, struct box_err *err)
 const struct box_sandbox_op box_sandbox_ops[] = {
 	{ .name = "create", .may_create = 1, .session = BOX_SANDBOX_SESSION_OPTIONAL,
 	  .run = op_create, .usage = "[--session ID] [OPTIONS]" },
-	{ .name = "exec", .may_create = 1, .session = BOX_SANDBOX_SESSION_NEEDED,
+	{ .name = "exec", .may_create = 1, .shares_run = 1, .session = BOX_SANDBOX_SESSION_NEEDED,
 	  .run = op_exec, .args = { "argv" },
 	  .usage = "SESSION [OPTIONS] -- ARGV...\nSESSION [OPTIONS] --command STRING" },
 	{ .name = "read", .beside_exec = 1, .may_create = 1, .session = BOX_SANDBOX_SESSION_NEEDED,
@@ -1604,6 +1914,20 @@ const struct box_sandbox_op box_sandbox_ops[] = {
 	  .run = op_history, .usage = "SESSION [--limit N]" },
 	{ .name = "delete", .may_create = 0, .session = BOX_SANDBOX_SESSION_NEEDED,
 	  .run = op_delete, .usage = "SESSION" },
+	{ .name = "ps", .beside_exec = 1, .may_create = 0, .session = BOX_SANDBOX_SESSION_NEEDED,
+	  .run = op_ps, .usage = "SESSION" },
+	{ .name = "logs", .beside_exec = 1, .may_create = 0, .session = BOX_SANDBOX_SESSION_NEEDED,
+	  .run = op_logs, .args = { "handle" }, .usage = "SESSION HANDLE [--follow] [--since OFFSET]" },
+	{ .name = "wait", .beside_exec = 1, .may_create = 0, .session = BOX_SANDBOX_SESSION_NEEDED,
+	  .run = op_wait, .args = { "handle" }, .usage = "SESSION HANDLE [--timeout-ms N]" },
+	{ .name = "kill", .beside_exec = 1, .may_create = 0, .session = BOX_SANDBOX_SESSION_NEEDED,
+	  .run = op_kill, .args = { "handle" }, .usage = "SESSION HANDLE [--signal SIG]" },
+	{ .name = "schedule", .shares_run = 1, .may_create = 0,
+	  .session = BOX_SANDBOX_SESSION_NEEDED, .run = op_schedule, .args = { "argv" },
+	  .usage = "SESSION --every SECONDS -- ARGV..." },
+	{ .name = "unschedule", .beside_exec = 1, .may_create = 0,
+	  .session = BOX_SANDBOX_SESSION_NEEDED, .run = op_unschedule, .args = { "handle" },
+	  .usage = "SESSION ID" },
 	{ .name = "list", .may_create = 0, .session = BOX_SANDBOX_SESSION_NONE,
 	  .run = op_list, .usage = "" },
 	{ .name = "network", .may_create = 0, .session = BOX_SANDBOX_SESSION_NEEDED,
@@ -1690,7 +2014,8 @@ static int lock_and_load(struct box_sandbox_ctx *s, struct box_err *err)
 	/* the instance lock first, then the record's (box_sbstate_lock_instance); both make the
 	 * sessions directory when it is missing */
 	if (!s->op->beside_exec) {
-		s->runlockfd = box_sbstate_lock_instance(s->dir, s->id, BOX_SANDBOX_LOCK_WAIT_MS, err);
+		s->runlockfd = (s->op->shares_run ? box_sbstate_lock_instance_shared :
+				box_sbstate_lock_instance)(s->dir, s->id, BOX_SANDBOX_LOCK_WAIT_MS, err);
 		if (s->runlockfd < 0)
 			return -1;
 	}

@@ -38,6 +38,9 @@ struct box_sandbox_io {
 	 * stdin); 0: the command's stdin is /dev/null */
 	int stream_stdin;
 	int stdin_fd;
+	/* the request is an agent's whose policy does not grant every: it may not remove the
+	 * operator's schedules either (unschedule is policy_denied) */
+	int no_schedule;
 };
 
 struct box_sandbox_ctx;   /* one operation on one session, private to lib/sandbox/sandbox.c */
@@ -62,6 +65,8 @@ struct box_sandbox_op {
 				  * content from stdin */
 	int beside_exec;  /* 1: it takes the record's lock only, and answers while an exec of
 			   * the session runs (box_sbstate_lock_instance) */
+	int shares_run;   /* 1: it takes the instance lock shared (exec: execs of one session run
+			   * side by side; pause, snapshot, restore and delete wait for them) */
 	/* what follows the name on each usage line of --help (lines split by "\n"); operations
 	 * with the same text share a line */
 	const char *usage;

@@ -35,6 +35,7 @@ struct box_sbexec {
 	/* the provider's own: called at least once a second while the command runs; NULL: none */
 	void (*on_tick)(void *tick_ctx);
 	void *tick_ctx;
+	int background;           /* 1: the command outlives the call (exec --background) */
 };
 
 /* Which limit ended the command. */

@@ -93,6 +93,16 @@ struct box_sbprov {
 	 * *host_port set) or unexpose (on 0). NULL: unsupported. */
 	int (*expose)(struct box_sbprov_session *s, int on, int guest_port, int *host_port,
 		      struct box_err *err);
+	/* exec --background: starts x as the background command handle, reserved in the
+	 * session's jobs directory dfd (lib/sandbox/sbjobs.h), whose watcher keeps its log and
+	 * its end: 0 with *pid (in the guest), or -1 with err; *ran as for exec. NULL:
+	 * unsupported. */
+	int (*background)(struct box_sbprov_session *s, const struct box_sbexec *x, int dfd,
+			  const char *handle, int *pid, int *ran, struct box_err *err);
+	/* schedule: runs argv (x's cwd and env) every seconds while the instance runs; handle
+	 * gets the schedule's id. NULL: unsupported. */
+	int (*schedule)(struct box_sbprov_session *s, const struct box_sbexec *x,
+			const cJSON *argv, int every, char *handle, struct box_err *err);
 };
 
 /* The two providers box has. */

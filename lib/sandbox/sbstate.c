@@ -663,8 +663,8 @@ fail:
 	return arr;
 }
 
-static int lock_named(const char *dir, const char *id, const char *suffix, int timeout_ms,
-		      struct box_err *err)
+static int lock_named(const char *dir, const char *id, const char *suffix, int exclusive,
+		      int timeout_ms, struct box_err *err)
 {
 	char name[BOX_SBSTATE_ID_MAX + 16];
 	int dfd, fd;
@@ -677,7 +677,7 @@ static int lock_named(const char *dir, const char *id, const char *suffix, int t
 	if (dfd < 0)
 		return box_err_sys(err, "open %s", dir);
 	snprintf(name, sizeof(name), "%s%s", id, suffix);
-	fd = box_lock_open(dfd, name, 1, timeout_ms, err);
+	fd = box_lock_open(dfd, name, exclusive, timeout_ms, err);
 	close(dfd);
 	if (fd < 0 && err->code == BOX_E_CONFLICT)
 		err->retryable = 1;
@@ -686,13 +686,19 @@ static int lock_named(const char *dir, const char *id, const char *suffix, int t
 
 int box_sbstate_lock(const char *dir, const char *id, int timeout_ms, struct box_err *err)
 {
-	return lock_named(dir, id, ".lock", timeout_ms, err);
+	return lock_named(dir, id, ".lock", 1, timeout_ms, err);
 }
 
 int box_sbstate_lock_instance(const char *dir, const char *id, int timeout_ms,
 			      struct box_err *err)
 {
-	return lock_named(dir, id, ".run.lock", timeout_ms, err);
+	return lock_named(dir, id, ".run.lock", 1, timeout_ms, err);
+}
+
+int box_sbstate_lock_instance_shared(const char *dir, const char *id, int timeout_ms,
+				     struct box_err *err)
+{
+	return lock_named(dir, id, ".run.lock", 0, timeout_ms, err);
 }
 
 int box_sbstate_plan(const struct box_sbstate *rec, const char *provider,

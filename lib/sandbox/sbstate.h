@@ -151,11 +151,16 @@ int box_sbstate_lock(const char *dir, const char *id, int timeout_ms, struct box
  * holds it for its whole run, and so do the operations that change the instance (create,
  * pause, resume, snapshot, restore, delete), each taking it before the record's lock; the
  * record's lock is held only while the record is read and written. So status, read, write
- * and ls (record lock only) answer while a command runs, and no two execs, nor an exec and a
- * pause or delete, overlap.
+ * and ls (record lock only) answer while a command runs, and an exec never overlaps a pause
+ * or delete. Execs take it shared (box_sbstate_lock_instance_shared): they run side by side.
  */
 int box_sbstate_lock_instance(const char *dir, const char *id, int timeout_ms,
 			      struct box_err *err);
+
+/* The instance lock shared: what an exec takes for its run, so that execs of one session run
+ * side by side while pause, snapshot, restore and delete (exclusive) wait for them all. */
+int box_sbstate_lock_instance_shared(const char *dir, const char *id, int timeout_ms,
+				     struct box_err *err);
 
 /* What the provider reports about a session's instance. */
 enum box_sb_observed {

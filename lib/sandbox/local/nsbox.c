@@ -25,6 +25,7 @@
 #include <unistd.h>
 
 #include "nsbox.h"
+#include "sbjobs.h"
 #include "libexec.h"
 #include "atomic.h"
 #include "base64.h"
@@ -1173,6 +1174,8 @@ static cJSON *limit_scopes(int cgroup);
 /* What a guest with network rules gets: the proxy for every client that reads them, at the
  * exec's own port (the shared one, BOX_NETPROXY_PORT, when the proxy gave none). */
 struct proxy_env {
+	int own;                /* 1: the exec gets its own port; 0: the shared one (a background
+				 * command or a schedule outlives the call that would hold it) */
 	int fd;                 /* holds the exec's listeners, or -1 */
 	char tag[24];
 	char v[8][64];
@@ -1187,8 +1190,9 @@ static void proxy_env_add(const struct box_sbprov_session *s, struct proxy_env *
 	int port = BOX_NETPROXY_PORT;
 	size_t k;
 
-	pe->fd = box_netproxy_exec_open(s->sdir, &port, pe->tag, sizeof(pe->tag),
-					&(struct box_err){ 0 });
+	if (pe->own)
+		pe->fd = box_netproxy_exec_open(s->sdir, &port, pe->tag, sizeof(pe->tag),
+						&(struct box_err){ 0 });
 	if (pe->fd < 0)
 		port = BOX_NETPROXY_PORT;
 	for (k = 0; k < 6; k++) {
@@ -1256,19 +1260,14 @@ static void add_network(const struct box_sbprov_session *s, const struct box_sbe
 		cJSON_Delete(arr);
 }
 
-static int local_exec(struct box_sbprov_session *s, const struct box_sbexec *e,
-		      struct box_sbexec_result *r, struct box_err *err)
+/* The whole environment of a command: the base, then the session's and the exec's (sess
+ * holds BOX_SESSION=ID). */
+static void guest_env(struct box_sbprov_session *s, const struct box_sbexec *e,
+		      struct proxy_env *pe, const char **envp, char *sess, size_t sessn)
 {
-	struct box_nsbox_config c;
-	struct box_sbexec x;
-	struct box_nsbox_inst i;
-	struct proxy_env pe = { .fd = -1 };
-	struct net_live nl;
-	const char *envp[GUEST_ENV_MAX + 1];
-	char sess[BOX_SBSTATE_ID_MAX + 16], tool_bin[PATH_MAX];
 	size_t n = 0, k;
 
-	box_fmt(sess, sizeof(sess), "BOX_SESSION=%s", s->id);
+	box_fmt(sess, sessn, "BOX_SESSION=%s", s->id);
 	envp[n++] = "PATH=" GUEST_PATH;
 	envp[n++] = "HOME=/workspace";
 	envp[n++] = "LANG=C.UTF-8";
@@ -1278,10 +1277,52 @@ static int local_exec(struct box_sbprov_session *s, const struct box_sbexec *e,
 	envp[n++] = sess;
 	if (cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(
 				       pdata(s, "config"), "net"), "allow")) > 0)
-		proxy_env_add(s, &pe, envp, &n);
+		proxy_env_add(s, pe, envp, &n);
 	for (k = 0; e->env && e->env[k]; k++)
 		env_set(envp, &n, GUEST_ENV_MAX, e->env[k]);
 	envp[n] = NULL;
+}
+
+/* exec --background (lib/sandbox/local/nsjobs.c) */
+static int local_background(struct box_sbprov_session *s, const struct box_sbexec *e, int dfd,
+			    const char *handle, int *pid, int *ran, struct box_err *err)
+{
+	struct box_nsbox_config c;
+	struct box_sbexec x = *e;
+	struct proxy_env pe = { .own = 0, .fd = -1 };
+	const char *envp[GUEST_ENV_MAX + 1];
+	char sess[BOX_SBSTATE_ID_MAX + 16], tool_bin[PATH_MAX];
+
+	guest_env(s, e, &pe, envp, sess, sizeof(sess));
+	config_of(s, &c, NULL, tool_bin, sizeof(tool_bin));
+	x.env = envp;
+	return box_nsbox_background(&c, &x, dfd, handle, pid, ran, err);
+}
+
+/* schedule: the runs get the environment as it is now */
+static int local_schedule(struct box_sbprov_session *s, const struct box_sbexec *e,
+			  const cJSON *argv, int every, char *handle, struct box_err *err)
+{
+	struct proxy_env pe = { .own = 0, .fd = -1 };
+	const char *envp[GUEST_ENV_MAX + 1];
+	char sess[BOX_SBSTATE_ID_MAX + 16];
+
+	guest_env(s, e, &pe, envp, sess, sizeof(sess));
+	return box_sbjobs_schedule_add(s->sdir, argv, envp, e->cwd, every, handle, err);
+}
+
+static int local_exec(struct box_sbprov_session *s, const struct box_sbexec *e,
+		      struct box_sbexec_result *r, struct box_err *err)
+{
+	struct box_nsbox_config c;
+	struct box_sbexec x;
+	struct box_nsbox_inst i;
+	struct proxy_env pe = { .own = 1, .fd = -1 };
+	struct net_live nl;
+	const char *envp[GUEST_ENV_MAX + 1];
+	char sess[BOX_SBSTATE_ID_MAX + 16], tool_bin[PATH_MAX];
+
+	guest_env(s, e, &pe, envp, sess, sizeof(sess));
 	if (empty_output(s, err) < 0) {
 		if (pe.fd >= 0)
 			close(pe.fd);
@@ -1617,6 +1658,9 @@ static int keeper_tick(const void *ctx)
 	since = (int64_t)(time(NULL) - st.st_mtime) * 1000;
 	if (since < idle_ms)
 		return (int)(idle_ms - since + 50 > 3600000 ? 3600000 : idle_ms - since + 50);
+	/* a background command that runs (a server, say) keeps the session from being idle */
+	if (box_sbjobs_running(s.sdir) > 0)
+		return 10000;
 	/* an exec holds the instance lock for its whole run: a session running a command is
 	 * not idle */
 	runlockfd = box_sbstate_lock_instance(s.dir, s.id, 0, &e);
@@ -1727,4 +1771,6 @@ const struct box_sbprov box_nsbox_provider = {
 	.status = local_status,
 	.net_rules = local_net_rules,
 	.expose = local_expose,
+	.background = local_background,
+	.schedule = local_schedule,
 };

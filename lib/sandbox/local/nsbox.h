@@ -148,6 +148,15 @@ int box_nsbox_exec(const struct box_nsbox_inst *i, const struct box_nsbox_config
 		   const struct box_sbexec *x, struct box_sbexec_result *r, struct box_err *err);
 
 /*
+ * Starts x (its whole environment in x->env) in the instance as the background command
+ * handle, reserved in the jobs directory dfd (lib/sandbox/sbjobs.h), and leaves a watcher
+ * that keeps its log and its end (lib/sandbox/local/nsjobs.c). Returns 0 with *pid its pid
+ * in the guest, or -1 with err; *ran says whether it was started, as for an exec.
+ */
+int box_nsbox_background(const struct box_nsbox_config *c, const struct box_sbexec *x,
+			 int dfd, const char *handle, int *pid, int *ran, struct box_err *err);
+
+/*
  * Runs the helper box-sbfiles with args (at most 8, NULL-terminated) as every helper runs:
  * its own process group, an environment without credentials, killed with the caller and
  * when it passes timeout_ms (timeout, limit "what"), at most out_max bytes of output read.

@@ -93,17 +93,18 @@ static void __attribute__((noreturn)) command_main(const struct box_nsbox_config
 	_exit(errno == ENOENT ? 127 : 126);
 }
 
-/* Ends everything in the sandbox but its holder and the caller: the exec that owns the
- * sandbox (operations on a session are serialised) leaves nothing running behind it. The
- * caller is a subreaper, so orphans come back to it and are reaped here. */
-static void kill_all(int64_t until)
+/* Ends the supervisor's own process tree, never the rest of the sandbox (other execs and
+ * background commands run beside it): its descendants, found by their parents in the
+ * guest's /proc (box_nsbox_kill_tree), are killed until none is left. The supervisor is a
+ * subreaper, so orphans (double-forked daemons) come back to it and are reaped here. */
+static void kill_own_tree(int64_t until)
 {
 	int status, rounds;
 
 	for (rounds = 0; rounds < 10000; rounds++) {
 		pid_t w;
 
-		kill(-1, SIGKILL);
+		box_nsbox_kill_tree(getpid(), SIGKILL);
 		while ((w = waitpid(-1, &status, WNOHANG)) > 0)
 			;
 		if (w < 0 && errno == ECHILD)
@@ -112,6 +113,26 @@ static void kill_all(int64_t until)
 			return;
 		usleep(200);
 	}
+}
+
+/* The host's word on the control pipe: 'k' or its end: kill the command; 's' and a signal
+ * number: send that signal to the command's process group (kill of a background command).
+ * 1 when the command is to be killed. */
+static int supervisor_ctl(int fd, pid_t cmd)
+{
+	unsigned char b[2];
+	ssize_t n = read(fd, b, 1);
+
+	if (n == 1 && b[0] == 's') {
+		if (read(fd, b + 1, 1) == 1 && b[1] > 0 && b[1] < 65) {
+			kill(-cmd, b[1]);
+			kill(cmd, b[1]);
+		}
+		return 0;
+	}
+	if (n < 0 && errno == EINTR)
+		return 0;
+	return 1;
 }
 
 /* The supervisor: a subreaper in the sandbox's pid namespace that starts the command, waits
@@ -149,6 +170,13 @@ static void __attribute__((noreturn)) supervisor_main(const struct box_nsbox_con
 		sigprocmask(SIG_UNBLOCK, &chld, NULL);
 		command_main(c, x, f, nocg);
 	}
+	if (x->background) {
+		/* a background command's starter learns its pid in the guest */
+		struct box_nsbox_exec_status started = { BOX_NSBOX_ST_STARTED, 0, 0, (int32_t)cmd,
+							 0, 0, 0 };
+
+		box_nsbox_send_status(f->status[1], &started);
+	}
 	close(f->in[0]);
 	close(f->out[1]);
 	close(f->errp[1]);
@@ -164,7 +192,7 @@ static void __attribute__((noreturn)) supervisor_main(const struct box_nsbox_con
 		}
 		if (poll(p, 2, left > 1000 ? 1000 : (int)left) < 0 && errno != EINTR)
 			break;
-		if (p[1].revents) {
+		if (p[1].revents && supervisor_ctl(f->ctl[0], cmd)) {
 			s.killed = 1;
 			break;
 		}
@@ -186,7 +214,7 @@ static void __attribute__((noreturn)) supervisor_main(const struct box_nsbox_con
 			done = 1;
 		}
 	}
-	kill_all(box_now_ms() + 5000);
+	kill_own_tree(box_now_ms() + 5000);
 	box_nsbox_send_status(f->status[1], &s);
 	_exit(0);
 }

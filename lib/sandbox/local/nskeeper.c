@@ -241,6 +241,7 @@ static void __attribute__((noreturn)) ctl_handle(const struct box_nsbox_config *
 	x.env = (const char *const *)envp;
 	x.cwd = box_json_get_str(req, "cwd", NULL);
 	x.cpu_ms = box_json_get_int(req, "cpu_ms", 0);
+	x.background = box_json_get_bool(req, "background", 0);
 	f = (struct box_nsbox_exec_fds){ .out = { -1, fds[1] }, .errp = { -1, fds[2] },
 					 .in = { fds[0], -1 }, .status = { -1, fds[3] },
 					 .ctl = { fds[4], -1 } };
@@ -294,6 +295,8 @@ static char *spawn_request(const struct box_sbexec *x, int64_t deadline)
 		cJSON_AddStringToObject(req, "cwd", x->cwd);
 	box_json_add_int64(req, "deadline", deadline);
 	box_json_add_int64(req, "cpu_ms", x->cpu_ms);
+	if (x->background)
+		cJSON_AddTrueToObject(req, "background");
 	text = cJSON_PrintUnformatted(req);
 	cJSON_Delete(req);
 	return text;
@@ -482,7 +485,7 @@ static void keeper_take_namespaces(struct keeper *k)
 static void keeper_serve(struct keeper *k)
 {
 	const struct box_nsbox_config *c = k->c;
-	int64_t next_tick = 0;
+	int64_t next_tick = 0, next_sched = 0;
 	sigset_t chld;
 	int sfd;
 
@@ -504,6 +507,11 @@ static void keeper_serve(struct keeper *k)
 		}
 		if (next_tick >= 0 && c->keeper_tick)
 			wait_ms = (int)(next_tick - box_now_ms() > 0 ? next_tick - box_now_ms() : 0);
+		/* the session's schedules (lib/sandbox/local/nsjobs.c) */
+		if (box_now_ms() >= next_sched)
+			next_sched = box_now_ms() + box_nsbox_keeper_sched(c);
+		if (wait_ms < 0 || next_sched - box_now_ms() < wait_ms)
+			wait_ms = (int)(next_sched - box_now_ms() > 0 ? next_sched - box_now_ms() : 0);
 		if (k->pidfd < 0) {
 			waitpid(k->holder, NULL, 0);
 			return;

@@ -51,6 +51,18 @@ struct box_nsbox_exec_status {
 enum { BOX_NSBOX_ST_DONE, BOX_NSBOX_ST_CGROUP, BOX_NSBOX_ST_SETNS, BOX_NSBOX_ST_FORK,
        BOX_NSBOX_ST_UNSHARE, BOX_NSBOX_ST_SUPERVISE };
 
+/* The stage of the record a background command's supervisor sends when it has forked the
+ * command (code: its pid in the guest), before the final one. */
+#define BOX_NSBOX_ST_STARTED (-1)
+
+/* Sends sig to every descendant of root (found by their parents in this process's /proc),
+ * never to root itself: the end of one exec's own process tree (lib/sandbox/local/nsjobs.c). */
+void box_nsbox_kill_tree(pid_t root, int sig);
+
+/* The keeper's look at the session's schedules: starts the runs that are due, each in a
+ * child of the keeper. The milliseconds until it wants to look again. */
+int box_nsbox_keeper_sched(const struct box_nsbox_config *c);
+
 void box_nsbox_send_status(int fd, const struct box_nsbox_exec_status *s);
 void box_nsbox_fail_stage(int fd, int stage) __attribute__((noreturn));
 
