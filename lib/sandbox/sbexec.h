@@ -27,6 +27,11 @@ struct box_sbexec {
 	 * none */
 	void (*on_network)(void *ctx, const cJSON *attempt);
 	void *ctx;
+	/* 1: the command runs on a pseudo-terminal of the guest's (its session leader, the
+	 * terminal its controlling one) that the provider relays to the caller's stdin and
+	 * stdout (lib/sandbox/sbtty.h); its output is then not kept in the result */
+	int tty;
+	unsigned short tty_rows, tty_cols;  /* the terminal's first size; 0: the default */
 };
 
 /* Which limit ended the command. */
