@@ -50,7 +50,7 @@ hostile() {
 	locks) echo "[\"$T/evil.lock\"]" ;;
 	export) echo "\"$T/pwned\"" ;;
 	from_snapshot) echo "\"$T/evil\"" ;;
-	insecure | force) echo true ;;
+	insecure | force | tty | force_tty) echo true ;;
 	max_timeout_ms) echo 86400000 ;;
 	max_*) echo 1000000 ;;
 	*) echo "no hostile value for $1" >&2; return 1 ;;
@@ -71,7 +71,7 @@ nothing_left() {
 	run -0 operator_members box-run
 	assert_equal "$(echo $output)" "allow allow_private_network max_instructions max_output_bytes max_result_bytes max_write_bytes tools workspace"
 	run -0 operator_members box-sandbox
-	assert_equal "$(echo $output)" "allow_host deny_host env export from_snapshot guest_port idle_pause_after_seconds init input mount provider tools"
+	assert_equal "$(echo $output)" "allow_host deny_host env export force_tty from_snapshot guest_port idle_pause_after_seconds init input mount provider tools tty"
 	run -0 operator_members box-pack
 	assert_equal "$(echo $output)" "dir force insecure registry"
 	run -0 operator_members box-pull
