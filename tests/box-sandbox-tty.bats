@@ -235,3 +235,13 @@ for name, req, arg in (("TIOCSTI", termios.TIOCSTI, b"x"), ("TIOCLINUX", 0x541C,
 	assert_equal "$(cat "$T/rc")" "rc=1"
 	jqe '.exit_code == 5' "$(tr -d '\r' <"$T/tmux-out" | grep '^{"exit_code"' | tail -n 1)"
 }
+
+@test "exec --tty: the wall time is 24 h unless given, and a given --timeout-ms holds" {
+	drive 'sleep 0' "$T/script" -- box-sandbox exec tt --tty --timeout-ms 1000 -- sleep 30
+	assert_line "modes same"
+	jqe '.error.code == "timeout" and .resource_limit == "timeout"' "$(result)"
+	# past an ordinary exec's default minute (sleep 62 takes no CPU)
+	drive 'sleep 0' --timeout 200 "$T/script" -- box-sandbox exec tt --tty -- sleep 62
+	assert_line "exit 0"
+	jqe '.exit_code == 0 and .ok == true and .duration_ms >= 62000' "$(result)"
+}

@@ -30,6 +30,7 @@
 #include "banned.h"
 
 #define LIST_MAX 1000
+#define TTY_TIMEOUT_MS 86400000   /* a terminal exec's default wall time */
 
 const struct box_field box_sandbox_fields[] = {
 	{ "op", BOX_F_STRING, 0, 16, 0, "the operation (the first word: create exec shell read write "
@@ -952,6 +953,11 @@ static cJSON *op_exec(struct box_sandbox_ctx *s, struct box_err *err)
 	e.env = cJSON_GetObjectItemCaseSensitive(s->req, "env");
 	e.cwd = box_json_get_str(s->req, "cwd", NULL);
 	exec_limits(s, &e);
+	/* a person at the terminal: unless the request or the session says otherwise, the wall
+	 * time is the field's bound (24 h), not an agent's minute */
+	if (e.tty && !cJSON_GetObjectItemCaseSensitive(s->req, "timeout_ms") &&
+	    lim(s, "timeout_ms", -1) < 0)
+		e.timeout_ms = TTY_TIMEOUT_MS;
 	/* before the command runs: a provenance that cannot be made fails an exec that ran not */
 	prov = box_sbrepro_provenance(s->req, s->io ? s->io->policy : NULL,
 				      cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(
