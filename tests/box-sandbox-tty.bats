@@ -191,6 +191,11 @@ for name, req, arg in (("TIOCSTI", termios.TIOCSTI, b"x"), ("TIOCLINUX", 0x541C,
 }
 
 @test "guest commands get SIGPIPE's default action and no signal ignored or blocked" {
+	# a session made by a caller that ignores SIGPIPE, SIGINT and SIGQUIT (as nohup, a
+	# background job of a script or a Python parent do): its processes do not pass that on
+	run_sb delete tt
+	sb_ok
+	(trap '' PIPE INT QUIT; box-sandbox create --session tt >/dev/null)
 	run_sb exec tt -- bash -c 'yes | head -n 1 >/dev/null; echo "${PIPESTATUS[0]}"; grep -E "^Sig(Ign|Blk)" /proc/self/status'
 	jqe '.stdout == "141\nSigBlk:\t0000000000000000\nSigIgn:\t0000000000000000\n"'
 	drive 'sleep 0' "$T/script" -- box-sandbox exec tt --tty -- bash -c 'yes | head -n 1 >/dev/null; echo "pipe=${PIPESTATUS[0]}"'
