@@ -58,8 +58,8 @@ void box_nsbox_fail_stage(int fd, int stage)
 	_exit(1);
 }
 
-/* What a command starts with: every signal's default action (SIGPIPE included, which the
- * chain's processes ignore) and none blocked. */
+/* What a command starts with: every signal's default action (SIGPIPE included) and none
+ * blocked, whatever the chain's processes ignore, block or handle. */
 static void default_signals(void)
 {
 	sigset_t none;
