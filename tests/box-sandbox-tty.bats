@@ -43,7 +43,7 @@ expect 30 100
 expect dev=(\d+)
 send sleep 4242.5 &\r
 expect \[1\] \d+
-host sleep 1; p=$(pgrep -f "^sleep 4242.5$"); [ -n "$p" ] || exit 1; for q in $p $(ps -o ppid= -p $p); do for f in /proc/$q/fd/*; do [ "$(stat -L -c %d $f)" != '"$host_pts"' ] || exit 1; done; done
+host for i in $(seq 1 100); do p=$(pgrep -f "^sleep 4242.5$") && break; sleep 0.2; done; [ -n "$p" ] || exit 1; for q in $p $(ps -o ppid= -p $p); do for f in /proc/$q/fd/*; do [ "$(stat -L -c %d $f)" != '"$host_pts"' ] || exit 1; done; done
 resize 40 120
 send stty size\r
 expect 40 120
@@ -61,18 +61,20 @@ send kill %1; exit 7\r' --rows 30 --cols 100 "$T/script" -- box-sandbox shell tt
 }
 
 @test "shell: ctrl-C ends the foreground command, not the shell; ctrl-Z, jobs and fg work" {
+	# a command prints its mark once it is the terminal's foreground job (the typed line
+	# shows c""c, the output cc), and only then gets its key
 	drive 'expect [#$] $
-send sleep 300\r
-sleep 1
+send sh -c '"'"'echo c""c; exec sleep 300'"'"'\r
+expect \ncc\r
 send \x03
 expect \^C
 expect [#$] $
 send echo still-$((40+2))\r
 expect still-42
-send sleep 200 && echo woke-$((1+1))\r
-sleep 1
+send sh -c '"'"'echo z""z; exec sleep 200'"'"' && echo woke-$((1+1))\r
+expect \nzz\r
 send \x1a
-expect Stopped +sleep 200
+expect Stopped
 send jobs -l\r
 expect \[1\]\+ +\d+ Stopped
 send sleep 100 &\r
@@ -81,8 +83,7 @@ send jobs\r
 expect Running +sleep 100
 send kill -9 %2; fg %1\r
 expect sleep 200
-send \x03
-expect [#$] $
+until \n[^\n]*[#$]\s$ \x03
 send exit 0\r' "$T/script" -- box-sandbox shell tt
 	assert_success
 	assert_line "exit 0"

@@ -6,6 +6,8 @@ sb-tty.py [--rows R] [--cols C] [--timeout S] [--out FILE] SCRIPT -- CMD [ARG...
 SCRIPT holds one action a line:
   send TEXT        type TEXT (\\r is Enter, \\n, \\\\, \\xHH: \\x03 ctrl-C, \\x1a ctrl-Z, \\x04 ctrl-D)
   expect REGEX     wait until the output since the last match matches REGEX (Python re)
+  until REGEX TEXT type TEXT, again every 2 s, until the output matches REGEX (no spaces in
+                   REGEX: \s)
   resize ROWS COLS change the terminal's size (the command gets SIGWINCH)
   sleep SECONDS
   signal NAME      send the signal to the command (the process this script started)
@@ -105,6 +107,26 @@ def main():
                             mark = m.end()
                             break
                     sys.stdout.write("missed: %r\ngot: %r\n" % (text, bytes(got[mark:])[-2000:]))
+                    os.kill(pid, signal.SIGKILL)
+                    sys.exit(3)
+        elif word == "until":
+            # until REGEX TEXT: types TEXT, again every 2 s, until the output matches REGEX
+            pat_text, _, keys = rest.partition(" ")
+            pat = re.compile(pat_text.encode("latin-1"))
+            keys = re.sub(r"\\(x[0-9a-fA-F]{2}|r|n|\\)", unescape, keys).encode("latin-1")
+            until = time.monotonic() + timeout
+            while True:
+                os.write(master, keys)
+                again = time.monotonic() + 2
+                m = None
+                while time.monotonic() < again and not m:
+                    pump(0.1)
+                    m = pat.search(got, mark)
+                if m:
+                    mark = m.end()
+                    break
+                if time.monotonic() > until:
+                    sys.stdout.write("missed: %r\ngot: %r\n" % (pat_text, bytes(got[mark:])[-2000:]))
                     os.kill(pid, signal.SIGKILL)
                     sys.exit(3)
         elif word == "resize":
