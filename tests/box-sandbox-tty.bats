@@ -197,8 +197,9 @@ for name, req, arg in (("TIOCSTI", termios.TIOCSTI, b"x"), ("TIOCLINUX", 0x541C,
 	run_sb delete tt
 	sb_ok
 	(trap '' PIPE INT QUIT; box-sandbox create --session tt >/dev/null)
-	run_sb exec tt -- bash -c 'yes | head -n 1 >/dev/null; echo "${PIPESTATUS[0]}"; grep -E "^Sig(Ign|Blk)" /proc/self/status'
-	jqe '.stdout == "141\nSigBlk:\t0000000000000000\nSigIgn:\t0000000000000000\n"'
+	# signals 1-31 (glibc keeps 32 and 33 for itself: whatever a harness set there stays)
+	run_sb exec tt -- bash -c 'yes | head -n 1 >/dev/null; echo "${PIPESTATUS[0]}"; grep -E "^Sig(Ign|Blk)" /proc/self/status | while read -r n m; do echo "$n $((0x$m & 0x7fffffff))"; done'
+	jqe '.stdout == "141\nSigBlk: 0\nSigIgn: 0\n"'
 	drive 'sleep 0' "$T/script" -- box-sandbox exec tt --tty -- bash -c 'yes | head -n 1 >/dev/null; echo "pipe=${PIPESTATUS[0]}"'
 	run tr -d '\r' <"$T/out"
 	assert_line "pipe=141"
