@@ -8,12 +8,15 @@
 #   pause       pause + resume, the pair, in ms     (hyperfine of a script doing both)
 #   snapshot    snapshot and restore of a 100 MB workspace, MB/s
 #   background  box-sandbox exec S --background -- true  vs  box-sandbox exec S -- true
+#   typing      echo of one key typed into box-sandbox shell (bash), in ms, vs the same bash
+#               on a local pseudo-terminal (bench/tty-echo.py; target <= 2 ms)
 #
 # bench/sandbox-parts.sh splits one exec into its parts (client, keeper, supervisor, command,
 # teardown) from a perf trace.
 #
 # Needs root or unprivileged user namespaces, hyperfine, nsenter (util-linux), bwrap
-# (bubblewrap), python3, jq. BENCH_RUNS (default 100) and BENCH_SNAP_MB (default 100) tune it.
+# (bubblewrap), python3, jq. BENCH_RUNS (default 100), BENCH_SNAP_MB (default 100) and
+# BENCH_KEYS (keys typed, default 300) tune it.
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
 src=$(cd "$here/.." && pwd)
@@ -26,13 +29,14 @@ for t in hyperfine nsenter bwrap python3 jq; do
 done
 runs=${BENCH_RUNS:-100}
 mb=${BENCH_SNAP_MB:-100}
-case "$runs$mb" in *[!0-9]*) echo "BENCH_RUNS and BENCH_SNAP_MB must be numbers" >&2; exit 2;; esac
+keys=${BENCH_KEYS:-300}
+case "$runs$mb$keys" in *[!0-9]*) echo "BENCH_RUNS, BENCH_SNAP_MB and BENCH_KEYS must be numbers" >&2; exit 2;; esac
 
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/box-bench-sandbox.XXXXXX")
 export BOX_STATE_DIR=$tmp/state BOX_LIBEXEC_DIR=$build
 sb=$build/box-sandbox
 cleanup() {
-	for s in bench-exec bench-bg bench-pause bench-snap bench-life; do
+	for s in bench-exec bench-bg bench-pause bench-snap bench-life bench-tty; do
 		"$sb" delete "$s" >/dev/null 2>&1 || true
 	done
 	rm -rf "$tmp"
@@ -119,3 +123,10 @@ mb, t0, t1, t2 = int(sys.argv[1]), *map(int, sys.argv[2:])
 print("snapshot %.0f MB/s (%.2f s), restore %.0f MB/s (%.2f s)" % (
     mb / ((t1 - t0) / 1e9), (t1 - t0) / 1e9, mb / ((t2 - t1) / 1e9), (t2 - t1) / 1e9))
 PY
+
+echo "== typing into shell: the echo of one key ($keys keys)"
+"$sb" create --session bench-tty --idle-pause-after-seconds 0 >/dev/null
+bash_cmd="bash --norc --noprofile -i"
+read -r tl tl90 < <(python3 "$here/tty-echo.py" "$keys" -- $bash_cmd)
+read -r tb tb90 < <(python3 "$here/tty-echo.py" "$keys" -- "$sb" exec bench-tty --tty -- $bash_cmd)
+echo "box-sandbox exec --tty (as shell) $tb ms (p90 $tb90), local pty $tl ms (p90 $tl90), ratio $(ratio "$tb" "$tl")   (target <= 2 ms)"

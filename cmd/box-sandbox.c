@@ -219,7 +219,8 @@ static int fail_op(const struct box_sandbox_op *op, const struct box_err *err)
 {
 	cJSON *o;
 
-	if (!op || strcmp(op->name, "exec") != 0 || !(o = box_err_result(err)))
+	if (!op || (strcmp(op->name, "exec") != 0 && strcmp(op->name, "shell") != 0) ||
+	    !(o = box_err_result(err)))
 		return box_cli_fail(&cli, err);
 	cJSON_AddBoolToObject(o, "ran", 0);
 	return box_cli_finish(&cli, o);
@@ -249,6 +250,13 @@ int main(int argc, char **argv)
 	op = box_sandbox_op_find(cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(req, "op")));
 	if (rest < argc) {
 		box_flag_unexpected(&err, argv[rest]);
+		cJSON_Delete(req);
+		return fail_op(op, &err);
+	}
+	if (op && op->operator_only && box_cli_agent() && !box_cli_trust()->trust_request) {
+		box_err_set(&err, BOX_E_POLICY, "%s is the operator's: an agent's request has no "
+			    "terminal", op->name);
+		box_err_path(&err, "$.op");
 		cJSON_Delete(req);
 		return fail_op(op, &err);
 	}

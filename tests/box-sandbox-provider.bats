@@ -100,6 +100,16 @@ make_session() {
 		and .stderr == "bad\n" and .stdout == "boom\n"'
 }
 
+@test "a plug-in provider has no terminals: exec --tty and shell are unsupported, nothing runs" {
+	make_session s1
+	for op in "exec s1 --tty --force-tty -- touch ran" "shell s1 --force-tty"; do
+		# shellcheck disable=SC2086
+		run --separate-stderr box-sandbox $op </dev/null
+		BOX_PROG=box-sandbox assert_fail unsupported 8 '.ran == false and .error.message == "the fake provider has no terminals"'
+		[[ " $(ops) " != *" exec "* ]]
+	done
+}
+
 @test "a remote that drifted to paused is resumed before the exec" {
 	make_session s1
 	fake_set 's["instances"]["s1"]["state"] = "paused"'

@@ -52,7 +52,7 @@ hostile() {
 	locks) echo "[\"$T/evil.lock\"]" ;;
 	export | output | host_dir) echo "\"$T/pwned\"" ;;
 	from_snapshot) echo "\"$T/evil\"" ;;
-	insecure | force) echo true ;;
+	insecure | force | tty | force_tty) echo true ;;
 	max_timeout_ms) echo 86400000 ;;
 	max_*) echo 1000000 ;;
 	*) echo "no hostile value for $1" >&2; return 1 ;;
@@ -73,7 +73,7 @@ nothing_left() {
 	run -0 operator_members box-run
 	assert_equal "$(echo $output)" "allow allow_private_network max_instructions max_output_bytes max_result_bytes max_write_bytes tools workspace"
 	run -0 operator_members box-sandbox
-	assert_equal "$(echo $output)" "allow_host background deny_host env every export from_snapshot guest_port host_dir idle_pause_after_seconds init input mount output provider tools"
+	assert_equal "$(echo $output)" "allow_host background deny_host env every export force_tty from_snapshot guest_port host_dir idle_pause_after_seconds init input mount output provider tools tty"
 	run -0 operator_members box-pack
 	assert_equal "$(echo $output)" "dir force insecure registry"
 	run -0 operator_members box-pull

@@ -28,15 +28,17 @@
 #include "sbprov.h"
 #include "sbrepro.h"
 #include "sbstate.h"
+#include "sbtty.h"
 #include "tools.h"
 #include "banned.h"
 
 #define LIST_MAX 1000
+#define TTY_TIMEOUT_MS 86400000   /* a terminal exec's default wall time */
 
 const struct box_field box_sandbox_fields[] = {
-	{ "op", BOX_F_STRING, 0, 16, 0, "the operation (the first word: create exec read write cp-in "
-	  "cp-out ls pause resume status snapshot restore history delete ps logs wait kill schedule "
-	  "unschedule list network expose unexpose)", "OP", 0 },
+	{ "op", BOX_F_STRING, 0, 16, 0, "the operation (the first word: create exec shell read write "
+	  "cp-in cp-out ls pause resume status snapshot restore history delete ps logs wait kill "
+	  "schedule unschedule list network expose unexpose)", "OP", 0 },
 	{ "session", BOX_F_STRING, 0, BOX_SBSTATE_ID_MAX, 's', "the session id (create makes one when "
 	  "absent)", "ID", 0 },
 	{ "provider", BOX_F_STRING, 0, BOX_SBSTATE_PROVIDER_MAX, 0, "provider of a new session: local "
@@ -70,6 +72,10 @@ const struct box_field box_sandbox_fields[] = {
 	  "stdin", "TEXT", 0 },
 	{ "events", BOX_F_BOOL, 0, 0, 0, "exec: stream stdout and stderr as NDJSON events",
 	  NULL, 0 },
+	{ "tty", BOX_F_BOOL, 0, 0, 0, "exec: run the command on a terminal of the sandbox's, "
+	  "relayed to the caller's (shell implies it)", NULL, 0 },
+	{ "force_tty", BOX_F_BOOL, 0, 0, 0, "exec --tty, shell: relay a stdin that is no "
+	  "terminal all the same", NULL, 0 },
 	{ "path", BOX_F_STRING, 0, 4096, 0, "read, write, ls: a path under /workspace, /input or "
 	  "/output", "PATH", 0 },
 	{ "host_dir", BOX_F_STRING, 1, 4096, 0, "cp-in, cp-out: the host directory (cp-out: "
@@ -314,6 +320,7 @@ struct exec_spec {
 	int64_t cpu_ms;        /* this exec's, else the session's; <= 0: none */
 	int64_t max_output_bytes;
 	int events;
+	int tty;               /* on a terminal of the guest's, relayed to the caller's */
 };
 
 /* The limits one exec may set for itself; the others are the session's, fixed at create. */
@@ -433,6 +440,9 @@ static int run_exec(struct box_sandbox_ctx *s, const struct exec_spec *e,
 	x.timeout_ms = e->timeout_ms;
 	x.cpu_ms = e->cpu_ms;
 	x.max_output_bytes = e->max_output_bytes;
+	x.tty = e->tty;
+	if (e->tty)
+		box_sbtty_size(0, &x.tty_rows, &x.tty_cols);
 	if (e->events && s->io && s->io->on_output) {
 		x.on_output = events_capped;
 		x.ctx = &cap;
@@ -1195,6 +1205,29 @@ static cJSON *op_unschedule(struct box_sandbox_ctx *s, struct box_err *err)
 	return res;
 }
 
+/* What a terminal exec refuses before anything runs: a stdin that is no terminal (unless
+ * force_tty), --stdin and --events (the terminal is both). */
+static int tty_check(const struct box_sandbox_ctx *s, const struct exec_spec *e,
+		     struct box_err *err)
+{
+	if (e->stdin_data) {
+		box_err_set(err, BOX_E_USAGE, "a terminal exec reads the terminal: give --tty or "
+			    "--stdin, not both");
+		box_err_path(err, "$.stdin");
+		return -1;
+	}
+	if (e->events) {
+		box_err_set(err, BOX_E_USAGE, "a terminal exec writes to the terminal: give --tty or "
+			    "--events, not both");
+		box_err_path(err, "$.events");
+		return -1;
+	}
+	if (!isatty(0) && !box_json_get_bool(s->req, "force_tty", 0))
+		return box_err_set(err, BOX_E_USAGE, "%s needs a terminal on stdin (give --force-tty "
+				   "to relay a stdin that is none)", s->op->name);
+	return 0;
+}
+
 static cJSON *op_exec(struct box_sandbox_ctx *s, struct box_err *err)
 {
 	struct exec_spec e = { 0 };
@@ -1209,10 +1242,21 @@ static cJSON *op_exec(struct box_sandbox_ctx *s, struct box_err *err)
 		return box_err_set(err, BOX_E_USAGE, "give either --command or ARGV, not both"), NULL;
 	if (!cmd && cJSON_GetArraySize(argv) == 0)
 		return box_err_set(err, BOX_E_USAGE, "exec needs ARGV after -- or --command"), NULL;
+	e.tty = box_json_get_bool(s->req, "tty", 0) || strcmp(s->op->name, "shell") == 0;
+	e.stdin_data = box_json_get_str(s->req, "stdin", NULL);
+	e.events = box_json_get_bool(s->req, "events", 0);
+	if (e.tty && box_json_get_bool(s->req, "background", 0))
+		return box_err_set(err, BOX_E_USAGE, "a terminal exec cannot go to the background: "
+				   "give --tty or --background, not both"),
+		       box_err_path(err, "$.background"), NULL;
 	if (background_refused(s, err) < 0 ||
 	    check_env(cJSON_GetObjectItemCaseSensitive(s->req, "env"), err) < 0 ||
-	    session_limits_match(s, err) < 0 || ready(s, err) < 0)
+	    session_limits_match(s, err) < 0 || (e.tty && tty_check(s, &e, err) < 0) ||
+	    ready(s, err) < 0)
 		return NULL;
+	if (e.tty && !s->p->tty)
+		return box_err_set(err, BOX_E_UNSUPPORTED, "the %s provider has no terminals",
+				   s->rec.provider), NULL;
 	if (cmd) {
 		shell = cJSON_CreateArray();
 		cJSON_AddItemToArray(shell, cJSON_CreateString("/bin/sh"));
@@ -1222,10 +1266,14 @@ static cJSON *op_exec(struct box_sandbox_ctx *s, struct box_err *err)
 	e.argv = cmd ? shell : argv;
 	e.env = cJSON_GetObjectItemCaseSensitive(s->req, "env");
 	e.cwd = box_json_get_str(s->req, "cwd", NULL);
-	e.stdin_data = box_json_get_str(s->req, "stdin", NULL);
-	e.stream_stdin = 1;
+	/* a terminal exec's relay reads stdin itself (--force-tty types a piped one) */
+	e.stream_stdin = !e.tty;
 	exec_limits(s, &e);
-	e.events = box_json_get_bool(s->req, "events", 0);
+	/* a person at the terminal: unless the request or the session says otherwise, the wall
+	 * time is the field's bound (24 h), not an agent's minute */
+	if (e.tty && !cJSON_GetObjectItemCaseSensitive(s->req, "timeout_ms") &&
+	    lim(s, "timeout_ms", -1) < 0)
+		e.timeout_ms = TTY_TIMEOUT_MS;
 	if (box_json_get_bool(s->req, "background", 0)) {
 		box_sbexec_result_init(&r);
 		res = exec_background(s, &e, err);
@@ -1279,6 +1327,32 @@ out:
 	box_sbexec_result_release(&r);
 	cJSON_Delete(shell);
 	cJSON_Delete(prov);
+	return res;
+}
+
+/* shell SESSION: an interactive shell on a terminal of the sandbox's: exec --tty of bash -l,
+ * or sh -l where the guest has no bash, when no ARGV is given. */
+static cJSON *op_shell(struct box_sandbox_ctx *s, struct box_err *err)
+{
+	static const char *const login[] = {
+		"/bin/sh", "-c", "if command -v bash >/dev/null 2>&1; then exec bash -l; fi; "
+		"exec sh -l",
+	};
+	const cJSON *orig = s->req;
+	cJSON *req, *res;
+
+	if (cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(s->req, "argv")) > 0 ||
+	    box_json_get_str(s->req, "command", NULL))
+		return op_exec(s, err);
+	req = cJSON_Duplicate(s->req, 1);
+	if (!req)
+		return box_err_set(err, BOX_E_INTERNAL, "out of memory"), NULL;
+	cJSON_DeleteItemFromObjectCaseSensitive(req, "argv");
+	cJSON_AddItemToObject(req, "argv", cJSON_CreateStringArray(login, 3));
+	s->req = req;
+	res = op_exec(s, err);
+	s->req = orig;
+	cJSON_Delete(req);
 	return res;
 }
 
@@ -1889,6 +1963,9 @@ const struct box_sandbox_op box_sandbox_ops[] = {
 	{ .name = "exec", .may_create = 1, .shares_run = 1, .session = BOX_SANDBOX_SESSION_NEEDED,
 	  .run = op_exec, .args = { "argv" },
 	  .usage = "SESSION [OPTIONS] -- ARGV...\nSESSION [OPTIONS] --command STRING" },
+	{ .name = "shell", .may_create = 1, .session = BOX_SANDBOX_SESSION_NEEDED,
+	  .run = op_shell, .args = { "argv" }, .operator_only = 1,
+	  .usage = "SESSION [OPTIONS] [-- ARGV...]" },
 	{ .name = "read", .beside_exec = 1, .may_create = 1, .session = BOX_SANDBOX_SESSION_NEEDED,
 	  .run = op_read, .args = { "path" }, .usage = "SESSION PATH [--output FILE]" },
 	{ .name = "write", .beside_exec = 1, .may_create = 1, .session = BOX_SANDBOX_SESSION_NEEDED,
@@ -2096,7 +2173,7 @@ cJSON *box_sandbox(const cJSON *req, const struct box_sandbox_io *io, struct box
 	res = s->op->run(s, err);
 out:
 	/* every exec answers whether its command ran */
-	if (!res && s->op && s->op->run == op_exec)
+	if (!res && s->op && (s->op->run == op_exec || s->op->run == op_shell))
 		res = exec_failure(s->id, 0, err);
 	if (s->lockfd >= 0)
 		close(s->lockfd);

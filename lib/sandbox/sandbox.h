@@ -63,6 +63,8 @@ struct box_sandbox_op {
 	int may_create;   /* 1: the operation creates an absent session first */
 	int content_from_stdin;  /* 1: without content or content_base64, the driver reads
 				  * content from stdin */
+	int operator_only;  /* 1: an agent's request (--json) may not name it (shell: an agent
+			     * has no terminal) */
 	int beside_exec;  /* 1: it takes the record's lock only, and answers while an exec of
 			   * the session runs (box_sbstate_lock_instance) */
 	int shares_run;   /* 1: it takes the instance lock shared (exec: execs of one session run

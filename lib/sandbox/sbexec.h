@@ -36,6 +36,11 @@ struct box_sbexec {
 	void (*on_tick)(void *tick_ctx);
 	void *tick_ctx;
 	int background;           /* 1: the command outlives the call (exec --background) */
+	/* 1: the command runs on a pseudo-terminal of the guest's (its session leader, the
+	 * terminal its controlling one) that the provider relays to the caller's stdin and
+	 * stdout (lib/sandbox/sbtty.h); its output is then not kept in the result */
+	int tty;
+	unsigned short tty_rows, tty_cols;  /* the terminal's first size; 0: the default */
 };
 
 /* Which limit ended the command. */

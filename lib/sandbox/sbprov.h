@@ -38,6 +38,8 @@ struct box_sbprov {
 	int retry_gone;
 	/* 1 when it offers the tool socket of box-tool (create --tools, --describe --tools) */
 	int tools;
+	/* 1 when exec runs a command on a terminal (struct box_sbexec's tty: shell, exec --tty) */
+	int tty;
 
 	/* create, before anything exists: refuses what req asks of this provider that it does
 	 * not offer (provider is the request's provider name) and adds what the provider keeps

@@ -1754,6 +1754,7 @@ const struct box_sbprov box_nsbox_provider = {
 	.keeps_state = 1,
 	.retry_gone = 1,
 	.tools = 1,
+	.tty = 1,
 	.configure = local_configure,
 	.start = local_start,
 	.observe = local_observe,

@@ -43,7 +43,7 @@
 
 static const char *const stage_name[] = {
 	"", "join the sandbox's groups", "join the sandbox's namespaces", "fork", "unshare",
-	"supervise",
+	"supervise", "open the guest's terminal",
 };
 
 void box_nsbox_send_status(int fd, const struct box_nsbox_exec_status *s)
@@ -59,6 +59,20 @@ void box_nsbox_fail_stage(int fd, int stage)
 	_exit(1);
 }
 
+/* What a command starts with: every signal's default action (SIGPIPE included) and none
+ * blocked, whatever the chain's processes ignore, block or handle. */
+static void default_signals(void)
+{
+	sigset_t none;
+	int k;
+
+	for (k = 1; k < NSIG; k++)
+		if (k != SIGKILL && k != SIGSTOP)
+			signal(k, SIG_DFL);
+	sigemptyset(&none);
+	sigprocmask(SIG_SETMASK, &none, NULL);
+}
+
 static void __attribute__((noreturn)) command_main(const struct box_nsbox_config *c,
 						   const struct box_sbexec *x,
 						   const struct box_nsbox_exec_fds *f, int nocg)
@@ -72,6 +86,9 @@ static void __attribute__((noreturn)) command_main(const struct box_nsbox_config
 	setsid();
 	if (dup2(f->in[0], 0) < 0 || dup2(f->out[1], 1) < 0 || dup2(f->errp[1], 2) < 0)
 		_exit(126);
+	if (x->tty && box_nsbox_tty_attach() < 0)
+		_exit(126);
+	default_signals();
 	if (chdir(cwd) < 0) {
 		dprintf(2, "box-sandbox: cannot enter %s: %s\n", cwd, strerror(errno));
 		_exit(126);
@@ -144,8 +161,9 @@ static void __attribute__((noreturn)) supervisor_main(const struct box_nsbox_con
 						      int nocg)
 {
 	struct box_nsbox_exec_status s = { 0 };
+	struct box_nsbox_exec_fds tf;
 	sigset_t chld;
-	int sfd, done = 0;
+	int sfd, done = 0, slave = -1;
 	pid_t cmd;
 
 	prctl(PR_SET_DUMPABLE, 0);
@@ -163,13 +181,21 @@ static void __attribute__((noreturn)) supervisor_main(const struct box_nsbox_con
 	sfd = signalfd(-1, &chld, SFD_CLOEXEC | SFD_NONBLOCK);
 	if (sfd < 0)
 		box_nsbox_fail_stage(f->status[1], BOX_NSBOX_ST_SUPERVISE);
+	/* a terminal exec: the command's stdin, stdout and stderr are a terminal of the guest */
+	if (x->tty && box_nsbox_tty_open(x, f->status[1], &slave) < 0)
+		box_nsbox_fail_stage(f->status[1], BOX_NSBOX_ST_TTY);
+	tf = *f;
+	if (slave >= 0)
+		tf.in[0] = tf.out[1] = tf.errp[1] = slave;
 	cmd = fork();
 	if (cmd < 0)
 		box_nsbox_fail_stage(f->status[1], BOX_NSBOX_ST_FORK);
 	if (cmd == 0) {
 		sigprocmask(SIG_UNBLOCK, &chld, NULL);
-		command_main(c, x, f, nocg);
+		command_main(c, x, &tf, nocg);
 	}
+	if (slave >= 0)
+		close(slave);
 	if (x->background) {
 		/* a background command's starter learns its pid in the guest */
 		struct box_nsbox_exec_status started = { BOX_NSBOX_ST_STARTED, 0, 0, (int32_t)cmd,
@@ -532,8 +558,10 @@ static int run_open(struct run *r, struct box_err *err)
 	r->pidfd = box_nsbox_holder_pidfd(r->i);
 	if (r->pidfd < 0)
 		return box_err_set(err, BOX_E_NOT_FOUND, "the sandbox's holder is gone");
+	/* a terminal exec's status is a socket: its first message carries the master */
 	if (pipe2(f->out, O_CLOEXEC) < 0 || pipe2(f->errp, O_CLOEXEC) < 0 ||
-	    pipe2(f->status, O_CLOEXEC) < 0 || pipe2(f->ctl, O_CLOEXEC) < 0 ||
+	    (r->x->tty ? socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, f->status) :
+	     pipe2(f->status, O_CLOEXEC)) < 0 || pipe2(f->ctl, O_CLOEXEC) < 0 ||
 	    ((r->x->stdin_data || !r->in_eof) && pipe2(f->in, O_CLOEXEC) < 0))
 		return box_err_sys(err, "pipe");
 	if (f->in[0] < 0 && (f->in[0] = open("/dev/null", O_RDONLY | O_CLOEXEC)) < 0)
@@ -719,7 +747,7 @@ static int run_status(struct run *r, struct box_err *err)
 		errno = r->st.err_no;
 		if (r->st.stage == BOX_NSBOX_ST_SETNS && (errno == ESRCH || errno == EBADF))
 			return box_err_set(err, BOX_E_NOT_FOUND, "the sandbox's holder is gone");
-		return box_err_sys(err, "cannot %s", r->st.stage < 6 ? stage_name[r->st.stage] :
+		return box_err_sys(err, "cannot %s", r->st.stage < 7 ? stage_name[r->st.stage] :
 				   "start");
 	}
 	return 0;
@@ -831,7 +859,9 @@ int box_nsbox_exec(const struct box_nsbox_inst *i, const struct box_nsbox_config
 	int rc = -1;
 
 	run_init(&r, i, c, x);
-	if (run_open(&r, err) == 0 && run_spawn(&r, err) == 0) {
+	if (run_open(&r, err) == 0 && run_spawn(&r, err) == 0 &&
+	    (!x->tty || box_nsbox_tty_relay(r.f.status[0], r.f.ctl[1], r.deadline, &r.st,
+					    &r.have_status, err) == 0)) {
 		run_pump(&r);
 		rc = run_status(&r, err) < 0 ? -1 : run_result(&r, res, err);
 	}

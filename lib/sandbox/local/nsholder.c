@@ -174,6 +174,17 @@ static void build_dev(int rep, const char *root)
 	(void)!symlink("/proc/self/fd/1", p);
 	box_fmt(p, sizeof(p), "%s/dev/stderr", root);
 	(void)!symlink("/proc/self/fd/2", p);
+	/* the guest's own terminals (shell, exec --tty): a devpts instance of its own, whose
+	 * masters box holds; no host terminal is ever in the guest's reach. A kernel that
+	 * refuses it leaves the sandbox without terminals (a terminal exec then fails to open
+	 * one), not without a sandbox. */
+	box_fmt(p, sizeof(p), "%s/dev/pts", root);
+	mkpath(rep, p, 0755);
+	if (mount("devpts", p, "devpts", MS_NOSUID | MS_NOEXEC, "newinstance,ptmxmode=0666,"
+		  "mode=0620") == 0) {
+		box_fmt(p, sizeof(p), "%s/dev/ptmx", root);
+		(void)!symlink("pts/ptmx", p);
+	}
 	box_fmt(p, sizeof(p), "%s/dev/shm", root);
 	mkpath(rep, p, 01777);
 	if (mount("tmpfs", p, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, "size=16m,mode=1777") < 0)

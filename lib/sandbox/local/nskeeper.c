@@ -242,6 +242,9 @@ static void __attribute__((noreturn)) ctl_handle(const struct box_nsbox_config *
 	x.cwd = box_json_get_str(req, "cwd", NULL);
 	x.cpu_ms = box_json_get_int(req, "cpu_ms", 0);
 	x.background = box_json_get_bool(req, "background", 0);
+	x.tty = box_json_get_bool(req, "tty", 0);
+	x.tty_rows = (unsigned short)box_json_get_int(req, "tty_rows", 0);
+	x.tty_cols = (unsigned short)box_json_get_int(req, "tty_cols", 0);
 	f = (struct box_nsbox_exec_fds){ .out = { -1, fds[1] }, .errp = { -1, fds[2] },
 					 .in = { fds[0], -1 }, .status = { -1, fds[3] },
 					 .ctl = { fds[4], -1 } };
@@ -297,6 +300,11 @@ static char *spawn_request(const struct box_sbexec *x, int64_t deadline)
 	box_json_add_int64(req, "cpu_ms", x->cpu_ms);
 	if (x->background)
 		cJSON_AddTrueToObject(req, "background");
+	if (x->tty) {
+		cJSON_AddTrueToObject(req, "tty");
+		box_json_add_int64(req, "tty_rows", x->tty_rows);
+		box_json_add_int64(req, "tty_cols", x->tty_cols);
+	}
 	text = cJSON_PrintUnformatted(req);
 	cJSON_Delete(req);
 	return text;

@@ -49,7 +49,7 @@ struct box_nsbox_exec_status {
 };
 
 enum { BOX_NSBOX_ST_DONE, BOX_NSBOX_ST_CGROUP, BOX_NSBOX_ST_SETNS, BOX_NSBOX_ST_FORK,
-       BOX_NSBOX_ST_UNSHARE, BOX_NSBOX_ST_SUPERVISE };
+       BOX_NSBOX_ST_UNSHARE, BOX_NSBOX_ST_SUPERVISE, BOX_NSBOX_ST_TTY };
 
 /* The stage of the record a background command's supervisor sends when it has forked the
  * command (code: its pid in the guest), before the final one. */
@@ -101,5 +101,21 @@ void box_nsbox_supervisor_main(const struct box_nsbox_config *c, const struct bo
 int box_nsbox_spawn_via_keeper(const struct box_nsbox_config *c, const struct box_sbexec *x,
 			       int64_t deadline, const struct box_nsbox_exec_fds *f, int *ran,
 			       struct box_err *err);
+
+/* A terminal exec (lib/sandbox/local/nstty.c). In the supervisor: opens a pseudo-terminal
+ * of the guest's devpts sized as x says, sends its master on the status socket and gives the
+ * slave in *slave; 0, or -1 with errno. */
+int box_nsbox_tty_open(const struct box_sbexec *x, int status_fd, int *slave);
+
+/* In the command, after setsid() with the slave as fd 0: makes it the controlling terminal.
+ * 0, or -1 with errno. */
+int box_nsbox_tty_attach(void);
+
+/* On the host: takes the master from the status socket (or the status of a chain that failed
+ * first: *have_status), checks it is the guest's, relays it to the caller's terminal in raw
+ * mode until the command's end, and restores the terminal. A signal that ends the relay ends
+ * the command (ctl_fd). 0, or -1 with err (the command was then ended). */
+int box_nsbox_tty_relay(int status_fd, int ctl_fd, int64_t deadline,
+			struct box_nsbox_exec_status *st, int *have_status, struct box_err *err);
 
 #endif
