@@ -12,6 +12,7 @@
 #include "json.h"
 #include "sbexport.h"
 #include "sbfiles.h"
+#include "sbrepro.h"
 #include "banned.h"
 
 static const char usage[] =
@@ -20,6 +21,7 @@ static const char usage[] =
 	"       box-sbfiles restore SNAP_DIR DIGEST DEST_PARENT NAME [MAX_BYTES [UID:GID]]\n"
 	"       box-sbfiles export SNAP_DIR DIGEST META_JSON FILE\n"
 	"       box-sbfiles import FILE PARENT MAX_BYTES\n"
+	"       box-sbfiles rootfs-verify\n"
 	"       box-sbfiles --help | --version\n"
 	"\n"
 	"File work of box-sandbox, not meant to be run by hand. Prints one JSON object.\n"
@@ -30,7 +32,9 @@ static const char usage[] =
 	"            UID:GID when given)\n"
 	"  export    write the snapshot DIGEST and META_JSON as a self-contained archive FILE\n"
 	"  import    extract the archive FILE into a new directory of PARENT, its workspace\n"
-	"            as a snapshot, and print the directory, the digest and the meta\n";
+	"            as a snapshot, and print the directory, the digest and the meta\n"
+	"  rootfs-verify  walk the guest's root filesystem at idle priority and rewrite the\n"
+	"            host-wide cache of its digest (one at a time; see box-sandbox(1))\n";
 
 static const struct box_cli cli = { .name = "box-sbfiles" };
 
@@ -283,6 +287,8 @@ int main(int argc, char **argv)
 		res = export(argc - 2, argv + 2, &err);
 	else if (strcmp(argv[1], "import") == 0)
 		res = import(argc - 2, argv + 2, &err);
+	else if (strcmp(argv[1], "rootfs-verify") == 0 && argc == 2)
+		res = box_sbrepro_rootfs_verify(&err) == 0 ? cJSON_CreateObject() : NULL;
 	else
 		box_err_set(&err, BOX_E_USAGE, "unknown command \"%s\" (see --help)", argv[1]);
 	if (!res)
