@@ -562,12 +562,14 @@ static int64_t verify_interval(void)
 
 /*
  * Starts box-sbfiles rootfs-verify, detached: its own session (setsid), a grandchild
- * reparented away from the exec that started it, /dev/null for its standard fds and no other
- * fd of ours (a client's pipes and locks stay ours). It is NOT tied to the session whose exec
- * started it: agents create many short sessions, and a verification that the session's
- * delete ended would rarely complete. Its own bounds hold instead: at most one on the host
- * (the lock), an entries cap and a time cap (BOX_SBREPRO_VERIFY_TIME_S), idle priority; it
- * writes only the cache directory, by rename. Only async-signal-safe calls after fork.
+ * reparented away from the exec that started it, "/" as its directory, /dev/null for its
+ * standard fds and no other fd of ours (a client's pipes and locks stay ours).
+ * It is NOT tied to the session whose exec started it (its cgroup or process group): agents
+ * create many short sessions, and a verification that the session's delete ended would
+ * rarely complete. Its own bounds hold instead: at most one on the host (the lock), an
+ * entries cap, a time cap (BOX_SBREPRO_VERIFY_TIME_S, an alarm that survives the exec),
+ * idle priority; it writes only the cache directory, by rename, never a session's.
+ * Only async-signal-safe calls after fork.
  */
 static void verify_spawn(void)
 {
@@ -592,6 +594,9 @@ static void verify_spawn(void)
 		setsid();
 		if (fork() != 0)
 			_exit(0);
+		/* no hold on the exec's working directory (a test's, a workspace) */
+		if (chdir("/") < 0)
+			_exit(127);
 		fd = open("/dev/null", O_RDWR);
 		if (fd < 0)
 			_exit(127);
