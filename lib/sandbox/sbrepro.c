@@ -506,15 +506,16 @@ static void cache_put(int dfd, cJSON *c)
 	cJSON_free(text);
 }
 
-/* Writes the cache of a walk r whose key (of the directories dirs, borrowed) is key. */
-static void cache_write(const struct box_sbrepro_rootfs *r, cJSON *dirs, const char key[72],
-			int64_t started)
+/* Writes the cache of a walk r whose key (of the directories dirs, borrowed) is key, into the
+ * directory dfd (-1: the cache directory, created when missing). */
+static void cache_write(int dfd, const struct box_sbrepro_rootfs *r, cJSON *dirs,
+			const char key[72], int64_t started)
 {
 	const char *name;
-	int dfd = cache_dir(1, &name);
+	int own = dfd < 0 ? cache_dir(1, &name) : -1;
 	cJSON *c = cJSON_CreateObject();
 
-	if (dfd >= 0 && c) {
+	if ((dfd >= 0 || own >= 0) && c) {
 		box_json_add_int64(c, "version", 3);
 		cJSON_AddStringToObject(c, "key", key);
 		cJSON_AddStringToObject(c, "digest", r->digest);
@@ -524,15 +525,16 @@ static void cache_write(const struct box_sbrepro_rootfs *r, cJSON *dirs, const c
 		cJSON_AddStringToObject(c, "verified_at", r->verified_at);
 		box_json_add_int64(c, "verify_started_s", started);
 		cJSON_AddItemReferenceToObject(c, "dirs", dirs);
-		cache_put(dfd, c);
+		cache_put(dfd >= 0 ? dfd : own, c);
 	}
 	cJSON_Delete(c);
-	if (dfd >= 0)
-		close(dfd);
+	if (own >= 0)
+		close(own);
 }
 
-/* A walk that rewrites the cache; 0, or -1 with err. */
-static int walk_and_cache(struct box_sbrepro_rootfs *out, int64_t started, struct box_err *err)
+/* A walk that rewrites the cache (in dfd, or -1 as cache_write); 0, or -1 with err. */
+static int walk_and_cache(int dfd, struct box_sbrepro_rootfs *out, int64_t started,
+			  struct box_err *err)
 {
 	cJSON *dirs = cJSON_CreateArray();
 	char key[72];
@@ -542,7 +544,7 @@ static int walk_and_cache(struct box_sbrepro_rootfs *out, int64_t started, struc
 		return box_err_set(err, BOX_E_INTERNAL, "out of memory");
 	rc = walk_keyed(out, dirs, key, err);
 	if (rc == 0)
-		cache_write(out, dirs, key, started);
+		cache_write(dfd, out, dirs, key, started);
 	cJSON_Delete(dirs);
 	return rc;
 }
@@ -668,7 +670,8 @@ int box_sbrepro_rootfs_verify(struct box_err *err)
 	(void)sched_setscheduler(0, SCHED_IDLE, &(struct sched_param){ 0 });
 	(void)syscall(SYS_ioprio_set, 1 /* IOPRIO_WHO_PROCESS */, 0,
 		      3 << 13 /* IOPRIO_CLASS_IDLE */);
-	if ((dfd = cache_dir(1, &name)) < 0)
+	/* never created here: a cache directory removed meanwhile (a test's) stays removed */
+	if ((dfd = cache_dir(0, &name)) < 0)
 		return box_err_set(err, BOX_E_NOT_FOUND, "no cache directory");
 	lk = box_lock_open(dfd, VERIFY_LOCK, 1, VERIFY_LOCK_WAIT_MS, err);
 	if (lk < 0) {
@@ -685,7 +688,7 @@ int box_sbrepro_rootfs_verify(struct box_err *err)
 		started = box_json_get_int(old, "verify_started_s", started);
 		cJSON_Delete(old);
 	}
-	rc = walk_and_cache(&r, started, err);
+	rc = walk_and_cache(dfd, &r, started, err);
 	close(lk);
 	close(dfd);
 	return rc;
@@ -774,7 +777,7 @@ int box_sbrepro_rootfs_session(const char *sdir, struct box_sbrepro_rootfs *out,
 	if (!session_read(dfd, out)) {
 		hit = cache_hit(out, &started);
 		if (!hit)
-			rc = walk_and_cache(out, (int64_t)time(NULL), err);
+			rc = walk_and_cache(-1, out, (int64_t)time(NULL), err);
 		if (rc == 0)
 			rc = session_write(dfd, out, err);
 	}
