@@ -15,6 +15,7 @@
 #include "sbfiles.h"
 #include "sbcp.h"
 #include "confine.h"
+#include "sbrepro.h"
 #include "banned.h"
 
 static const char usage[] =
@@ -25,6 +26,7 @@ static const char usage[] =
 	"       box-sbfiles import FILE PARENT MAX_BYTES\n"
 	"       box-sbfiles cp-in SRC_DIR ROOT GUEST_DIR MAX_BYTES [UID:GID]\n"
 	"       box-sbfiles cp-out ROOT GUEST_DIR DEST_DIR MAX_BYTES\n"
+	"       box-sbfiles rootfs-verify\n"
 	"       box-sbfiles --help | --version\n"
 	"\n"
 	"File work of box-sandbox, not meant to be run by hand. Prints one JSON object.\n"
@@ -39,7 +41,9 @@ static const char usage[] =
 	"  cp-in     copy the host tree SRC_DIR to GUEST_DIR, a path inside ROOT (symlinks\n"
 	"            resolved inside it), absent or empty, as a tar stream\n"
 	"  cp-out    copy the tree GUEST_DIR inside ROOT to the host's DEST_DIR, absent or\n"
-	"            empty, as a tar stream; the guest's tree is checked first\n";
+	"            empty, as a tar stream; the guest's tree is checked first\n"
+	"  rootfs-verify  walk the guest's root filesystem at idle priority and rewrite the\n"
+	"            host-wide cache of its digest (one at a time; see box-sandbox(1))\n";
 
 static const struct box_cli cli = { .name = "box-sbfiles" };
 
@@ -401,6 +405,8 @@ int main(int argc, char **argv)
 		res = import(argc - 2, argv + 2, &err);
 	else if (strcmp(argv[1], "cp-in") == 0 || strcmp(argv[1], "cp-out") == 0)
 		res = cp(argv[1][3] == 'i', argc - 2, argv + 2, &err);
+	else if (strcmp(argv[1], "rootfs-verify") == 0 && argc == 2)
+		res = box_sbrepro_rootfs_verify(&err) == 0 ? cJSON_CreateObject() : NULL;
 	else
 		box_err_set(&err, BOX_E_USAGE, "unknown command \"%s\" (see --help)", argv[1]);
 	if (!res)

@@ -73,45 +73,99 @@ hist() {
 	assert_equal "$names" "$(jq -c '[.tools[].name]' "$BATS_TEST_DIRNAME/fixtures/tools/tools.json")"
 }
 
-@test "the rootfs digest is walked once per session; a file changed in place deep down is seen by the next" {
-	local fake=$T/fake d1 d2 ino t sf=$BOX_STATE_DIR/sandboxes/c1/rootfs.json bad i
+# fake_rootfs: a small tree as the guest's root filesystem, and a host-wide cache of this test
+fake_rootfs() {
+	fake=$T/fake
+	cf=$T/xdg/box/rootfs.json
 	mkdir -p "$fake/usr/lib/x/y" "$fake/etc"
 	echo one >"$fake/usr/lib/x/y/f"
 	echo conf >"$fake/etc/c"
 	BOX_SBREPRO_ROOTS=$fake/usr:$fake/etc
-	export BOX_SBREPRO_ROOTS
-	# the first exec walks, and keeps the digest in the session's directory
-	run_sb exec c1 -- true
-	sb_ok
-	jq -e '.version == 2 and (.digest | test("^sha256:[0-9a-f]{64}$")) and .entries == 5
-		and .complete == true and .walk_ms >= 0' "$sf"
-	d1=$(jq -r .digest "$sf")
-	ino=$(stat -c %i "$sf")
-	jqe '.provenance.rootfs == {"sha256": "'"$d1"'", "entries": 5, "complete": true}'
-	# the next execs read it: nothing is walked or written again
-	run_sb exec c1 -- true
-	sb_ok '.provenance.rootfs.sha256 == "'"$d1"'"'
-	assert_equal "$(stat -c %i "$sf")" "$ino"
-	# a file changed in place three levels down, same size, its directories' times put back
+	XDG_CACHE_HOME=$T/xdg
+	export BOX_SBREPRO_ROOTS XDG_CACHE_HOME
+}
+
+# change_in_place: a file three levels down changed, same size, its directories' times put back
+change_in_place() {
+	local t
 	t=$(stat -c %y "$fake/usr/lib/x" "$fake/usr/lib/x/y")
 	sleep 0.05
 	echo two >"$fake/usr/lib/x/y/f"
 	touch -d "$(sed -n 1p <<<"$t")" "$fake/usr/lib/x"
 	touch -d "$(sed -n 2p <<<"$t")" "$fake/usr/lib/x/y"
 	assert_equal "$(stat -c %y "$fake/usr/lib/x" "$fake/usr/lib/x/y")" "$t"
-	# the session keeps the digest it was created with
+}
+
+# verifier_done: waits (bounded) until a verification walk has run and ended
+verifier_done() {
+	local lk=$T/xdg/box/rootfs.verify.lock i pid
+	for ((i = 0; i < 600; i++)); do
+		[ -s "$lk" ] && break
+		sleep 0.2
+	done
+	pid=$(cat "$lk")
+	[ -n "$pid" ]
+	for ((i = 0; i < 600; i++)); do
+		! kill -0 "$pid" 2>/dev/null && flock -n "$lk" true && break
+		sleep 0.2
+	done
+	run ! kill -0 "$pid"
+	flock -n "$lk" true
+}
+
+@test "the rootfs digest: the first session walks, the next take the host-wide cache; a file changed in place deep down is seen after a verification walk" {
+	local fake cf d1 d2 v1 ino sf=$BOX_STATE_DIR/sandboxes/c1/rootfs.json bad i
+	fake_rootfs
+	BOX_SBREPRO_VERIFY_INTERVAL=3600
+	export BOX_SBREPRO_VERIFY_INTERVAL
+	# the first exec walks, and keeps the digest in the session's directory and the cache
 	run_sb exec c1 -- true
-	sb_ok '.provenance.rootfs.sha256 == "'"$d1"'"'
-	# a new session sees the change, in this state dir or another
+	sb_ok
+	jq -e '.version == 3 and (.digest | test("^sha256:[0-9a-f]{64}$")) and .entries == 5
+		and .complete == true and .walk_ms >= 0 and .source == "walk"' "$sf"
+	d1=$(jq -r .digest "$sf")
+	ino=$(stat -c %i "$sf")
+	jqe '.provenance.rootfs | .sha256 == "'"$d1"'" and .entries == 5 and .complete == true
+		and .source == "walk" and (.verified_at | test("^[0-9]{4}-"))'
+	v1=$(jq -r .provenance.rootfs.verified_at <<<"$output")
+	jq -e --arg d "$d1" --arg v "$v1" --arg u "$fake/usr" '.version == 3 and .digest == $d
+		and .verified_at == $v and (.dirs | index([$u]) != null)' "$cf"
+	# the next execs read it: nothing is walked or written again
+	run_sb exec c1 -- true
+	sb_ok '.provenance.rootfs.sha256 == "'"$d1"'" and .provenance.rootfs.source == "walk"'
+	assert_equal "$(stat -c %i "$sf")" "$ino"
+	change_in_place
+	# a new session takes the cache, no walk: the digest from before the change, which no
+	# walk now gives; within the interval no verification starts (no lock file even)
 	run_sb exec c2 -- true
-	sb_ok '.provenance.rootfs.sha256 != "'"$d1"'" and .provenance.rootfs.entries == 5'
-	d2=$(jq -r .provenance.rootfs.sha256 <<<"$output")
-	BOX_STATE_DIR=$T/state2 run_sb exec c3 -- true
+	sb_ok '.provenance.rootfs | .sha256 == "'"$d1"'" and .source == "cache"
+		and .verified_at == "'"$v1"'" and .entries == 5'
+	jq -e --arg d "$d1" '.source == "cache" and .digest == $d' "$BOX_STATE_DIR/sandboxes/c2/rootfs.json"
+	[ ! -e "$T/xdg/box/rootfs.verify.lock" ]
+	# the interval passed: the next hit starts a verification, which rewrites the cache
+	BOX_SBREPRO_VERIFY_INTERVAL=0 run_sb exec c3 -- true
+	sb_ok '.provenance.rootfs.sha256 == "'"$d1"'" and .provenance.rootfs.source == "cache"'
+	for ((i = 0; i < 600; i++)); do
+		[ "$(jq -r .digest "$cf" 2>/dev/null)" != "$d1" ] && break
+		sleep 0.2
+	done
+	d2=$(jq -r .digest "$cf")
+	[ "$d2" != "$d1" ]
+	verifier_done
+	# sessions started after it see the change, in this state dir or another
+	run_sb exec c4 -- true
+	sb_ok '.provenance.rootfs | .sha256 == "'"$d2"'" and .source == "cache" and .entries == 5'
+	BOX_STATE_DIR=$T/state2 run_sb exec c5 -- true
 	sb_ok '.provenance.rootfs.sha256 == "'"$d2"'"'
-	BOX_STATE_DIR=$T/state2 box-sandbox delete c3 >/dev/null
-	# a session file that is garbage, or of the wrong form, is walked again (the host as now)
-	for bad in 'garbage' '{"version": 2, "digest": "sha256:zz"}' \
-		"$(jq -c '.version = 1' "$sf")"; do
+	BOX_STATE_DIR=$T/state2 box-sandbox delete c5 >/dev/null
+	# the sessions from before keep theirs
+	for i in c1 c2 c3; do
+		run_sb exec $i -- true
+		sb_ok '.provenance.rootfs.sha256 == "'"$d1"'"'
+	done
+	# a session file that is garbage, or of the wrong form, is done again (from the cache)
+	for bad in 'garbage' '{"version": 3, "digest": "sha256:zz"}' \
+		"$(jq -c '.version = 2' "$sf")" "$(jq -c '.source = "x"' "$sf")"; do
 		printf '%s' "$bad" >"$sf"
 		run_sb exec c1 -- true
 		sb_ok '.provenance.rootfs.sha256 == "'"$d2"'"'
@@ -120,6 +174,51 @@ hist() {
 	# no temp file is left beside it
 	assert_equal "$(ls -A "$BOX_STATE_DIR/sandboxes/c1" | grep -c '\.tmp$')" 0
 	assert_equal "$(ls "$BOX_STATE_DIR/sandboxes/c1" | grep rootfs | tr '\n' ' ')" "rootfs.json rootfs.lock "
+}
+
+@test "the rootfs cache: a hostile cache file is walked over and replaced; a session's delete leaves no verifier and no file behind" {
+	local fake cf d1 bad i n
+	fake_rootfs
+	BOX_SBREPRO_VERIFY_INTERVAL=3600
+	export BOX_SBREPRO_VERIFY_INTERVAL
+	run_sb exec h0 -- true
+	sb_ok '.provenance.rootfs.source == "walk"'
+	d1=$(jq -r .provenance.rootfs.sha256 <<<"$output")
+	cp "$cf" "$T/good.json"
+	cp "$cf" "$T/target.json"
+	# truncated, huge, wrong types, a symlink: never trusted, never followed, rewritten
+	n=0
+	for bad in 'head -c 60 "$T/good.json"' 'head -c 6000000 /dev/zero | tr "\0" " "' \
+		'jq -c ".entries = \"5\"" "$T/good.json"' 'jq -c ".dirs = {}" "$T/good.json"' \
+		'jq -c ".key = 7" "$T/good.json"' 'jq -c ".dirs = [\"relative\"]" "$T/good.json"' \
+		'jq -c ".verify_started_s = \"x\"" "$T/good.json"' symlink; do
+		rm -f "$cf"
+		if [ "$bad" = symlink ]; then
+			ln -s "$T/target.json" "$cf"
+		else
+			eval "$bad" >"$cf"
+		fi
+		n=$((n + 1))
+		run_sb exec "h$n" -- true
+		sb_ok '.provenance.rootfs | .sha256 == "'"$d1"'" and .source == "walk"'
+		[ -f "$cf" ] && [ ! -L "$cf" ]
+		jq -e --arg d "$d1" '.version == 3 and .digest == $d' "$cf"
+	done
+	cmp "$T/good.json" "$T/target.json"
+	# a hit that starts a verification, and the session deleted at once: the verifier never
+	# writes into a session directory and ends by itself (bounded), leaving the cache whole
+	BOX_SBREPRO_VERIFY_INTERVAL=0 run_sb exec v1 -- true
+	sb_ok '.provenance.rootfs.source == "cache"'
+	box-sandbox delete v1 >/dev/null
+	[ ! -e "$BOX_STATE_DIR/sandboxes/v1" ]
+	verifier_done
+	[ ! -e "$BOX_STATE_DIR/sandboxes/v1" ]
+	assert_equal "$(ls -A "$T/xdg/box" | tr '\n' ' ')" "rootfs.json rootfs.verify.lock "
+	jq -e --arg d "$d1" '.version == 3 and .digest == $d' "$cf"
+	for ((i = 0; i <= n; i++)); do
+		box-sandbox delete "h$i" >/dev/null
+	done
+	assert_equal "$(find "$BOX_STATE_DIR/sandboxes" -mindepth 1 -type d | wc -l)" 0
 }
 
 @test "history keeps the last 50 execs, oldest first, atomically replaced" {

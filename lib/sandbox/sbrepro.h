@@ -21,7 +21,9 @@ struct box_sbrepro_rootfs {
 	int64_t entries;      /* entries the listing covers */
 	int complete;         /* 0: BOX_SBREPRO_ROOTFS_MAX_ENTRIES cut the walk */
 	int cached;           /* 1: the session's, no walk */
-	int64_t walk_ms;      /* the walk's time (of the session's walk when cached) */
+	int from_cache;       /* 1: taken from the host-wide cache ("source": "cache"), else walked */
+	int64_t walk_ms;      /* the walk's time (of the walk that made it when cached) */
+	char verified_at[40]; /* RFC 3339: when the full walk that gave this digest ended */
 };
 
 /*
@@ -34,21 +36,42 @@ struct box_sbrepro_rootfs {
 int box_sbrepro_rootfs(struct box_sbrepro_rootfs *out, struct box_err *err);
 
 /*
- * The session's rootfs digest: the one in sdir/rootfs.json, else a walk
- * (box_sbrepro_rootfs) written there, so that a session walks once, at its first use (its
- * first exec), and every later exec reads one small file: no stat of the host's trees. Nothing is shared between sessions: a file
- * changed anywhere below the roots is seen by the next session. A walk under way for the
- * session (sdir/rootfs.lock) is waited for. Returns 0, or -1 with err (conflict when the
- * wait passed 10 minutes).
+ * The session's rootfs digest: the one in sdir/rootfs.json, else (at the session's first
+ * use, its first exec) the host-wide cache's (box_sbrepro_rootfs_cache_path) when its cheap
+ * key (the roots, the mounts under them, the stamps of the directories down to two levels)
+ * still holds, else a walk (box_sbrepro_rootfs) that also rewrites the cache; the digest is
+ * then written to sdir/rootfs.json, and every later exec reads that one small file. A digest
+ * taken from the cache starts a background verification walk (box_sbrepro_rootfs_verify, in
+ * box-sbfiles rootfs-verify) when none ran in the last BOX_SBREPRO_VERIFY_INTERVAL seconds
+ * (60): a file changed in place below the key's directories is seen by sessions started
+ * after it completes. A walk under way for the session (sdir/rootfs.lock) is waited for.
+ * Returns 0, or -1 with err (conflict when the wait passed 10 minutes).
  */
 int box_sbrepro_rootfs_session(const char *sdir, struct box_sbrepro_rootfs *out,
 			       struct box_err *err);
+
+/* The path of the host-wide cache: $XDG_CACHE_HOME/box/rootfs.json, else
+ * $HOME/.cache/box/rootfs.json, else $BOX_STATE_DIR/cache/rootfs.json; -1 when none is set. */
+int box_sbrepro_rootfs_cache_path(char *out, size_t n);
+
+/*
+ * The verification walk (box-sbfiles rootfs-verify): at idle priority (nice 19, SCHED_IDLE,
+ * idle I/O class), at most one on the host (an flock on rootfs.verify.lock beside the cache;
+ * a verifier that finds it held does nothing), bounded by BOX_SBREPRO_ROOTFS_MAX_ENTRIES and
+ * BOX_SBREPRO_VERIFY_TIME_S (an alarm ends it; nothing but a temp file of the cache
+ * directory, swept by the next verifier, can be left). Walks the roots and replaces the
+ * cache (temp file + rename) with the digest, key and verified_at it found. Never touches a
+ * session directory. 0, or -1 with err.
+ */
+#define BOX_SBREPRO_VERIFY_TIME_S 600
+int box_sbrepro_rootfs_verify(struct box_err *err);
 
 /*
  * The provenance object of an exec: {"box_version", "kernel", "request_sha256" (of the
  * canonical request, its "events" left out), "policy_sha256" (of policy, the effective
  * policy; omitted when NULL), "tools" (a copy of tools, the session's granted tools, [] when
- * NULL), "rootfs": {"sha256", "entries", "complete"}} (the session sdir's digest,
+ * NULL), "rootfs": {"sha256", "entries", "complete", "source" ("walk" or "cache"),
+ * "verified_at"}} (the session sdir's digest,
  * box_sbrepro_rootfs_session; a walk of its own when sdir is NULL). NULL with err.
  */
 cJSON *box_sbrepro_provenance(const char *sdir, const cJSON *req, const cJSON *policy,

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 #include "sbrepro.h"
 #include "json.h"
@@ -185,49 +186,105 @@ static int session_digest(const char *name, struct box_sbrepro_rootfs *r)
 	return box_sbrepro_rootfs_session(sd, r, &err);
 }
 
-/* A fake root filesystem (BOX_SBREPRO_ROOTS): a file changed in place three levels down, with
- * its directories' stamps put back, changes the digest of the next session; the session that
- * walked keeps its own; nothing is shared between sessions. */
+/* the verification walk, in a child (it lowers its own priority) */
+static int verify(void)
+{
+	pid_t pid = fork();
+	int st;
+
+	if (pid == 0) {
+		struct box_err err;
+
+		box_err_init(&err);
+		_exit(box_sbrepro_rootfs_verify(&err) == 0 ? 0 : 1);
+	}
+	return pid > 0 && waitpid(pid, &st, 0) == pid && WIFEXITED(st) && WEXITSTATUS(st) == 0 ?
+	       0 : -1;
+}
+
+/* A fake root filesystem (BOX_SBREPRO_ROOTS) and a cache of our own (XDG_CACHE_HOME): the
+ * first session walks and fills the cache, the next take it; a file changed in place three
+ * levels down, with its directories' stamps put back, is seen by sessions after the next
+ * verification walk; a directory change is a miss (a walk); the session keeps its digest. */
 static void test_rootfs_session(void)
 {
 	struct box_sbrepro_rootfs a, b, c, d;
-	char roots[512], p[256];
+	char roots[512], p[256], cache[256];
 	struct stat st;
 
 	snprintf(roots, sizeof(roots), "%s/fake/usr:%s/fake/etc", dir, dir);
 	setenv("BOX_SBREPRO_ROOTS", roots, 1);
+	snprintf(p, sizeof(p), "%s/xdg", dir);
+	setenv("XDG_CACHE_HOME", p, 1);
+	snprintf(cache, sizeof(cache), "%s/xdg/box/rootfs.json", dir);
+	setenv("BOX_SBREPRO_VERIFY_INTERVAL", "3600", 1);
 	ok(sh("mkdir -p %s/fake/usr/lib/x/y %s/fake/etc && echo one >%s/fake/usr/lib/x/y/f && "
 	      "echo conf >%s/fake/etc/c && ln -s lib %s/fake/usr/l", dir, dir, dir, dir, dir) == 0,
 	   "fake rootfs");
-	ok(session_digest("s1", &a) == 0 && !a.cached && a.entries == 6 && a.complete,
-	   "first use walks (%lld entries)", (long long)a.entries);
+	ok(session_digest("s1", &a) == 0 && !a.cached && !a.from_cache && a.entries == 6 &&
+	   a.complete && a.verified_at[0], "first use walks (%lld entries)", (long long)a.entries);
 	snprintf(p, sizeof(p), "%s/s1/rootfs.json", dir);
 	ok(stat(p, &st) == 0 && (st.st_mode & 0777) == 0600, "kept in the session directory");
+	ok(stat(cache, &st) == 0 && S_ISREG(st.st_mode), "and in the host-wide cache");
 	ok(session_digest("s1", &b) == 0 && b.cached && !strcmp(a.digest, b.digest) &&
-	   b.entries == a.entries, "the next use reads it");
-	ok(session_digest("s2", &c) == 0 && !c.cached && !strcmp(a.digest, c.digest),
-	   "a new session walks again, to the same digest");
+	   b.entries == a.entries && !b.from_cache, "the next use reads it");
+	ok(session_digest("s2", &c) == 0 && !c.cached && c.from_cache && !strcmp(a.digest, c.digest) &&
+	   !strcmp(a.verified_at, c.verified_at), "a new session takes the cache");
 	/* in place, same size, directory stamps restored: only the file's mtime tells */
 	ok(sh("cd %s/fake/usr/lib/x && t=$(stat -c %%y . y) && sleep 0.01 && echo two >y/f && "
 	      "touch -d \"$(stat -c %%y . | head -1)\" . && touch -d \"$(echo \"$t\" | sed -n 2p)\" y",
 	      dir) == 0, "file changed in place three levels down");
-	ok(session_digest("s3", &d) == 0 && strcmp(a.digest, d.digest) != 0,
-	   "the next session sees it");
+	ok(session_digest("s3", &d) == 0 && d.from_cache && !strcmp(a.digest, d.digest),
+	   "before a verification, the next session takes the cache (not seen)");
+	ok(verify() == 0, "a verification walk");
+	ok(session_digest("s4", &d) == 0 && d.from_cache && strcmp(a.digest, d.digest) != 0,
+	   "the session after it sees the change");
 	ok(session_digest("s1", &b) == 0 && !strcmp(a.digest, b.digest),
 	   "the session that walked keeps its digest");
-	ok(sh("chmod 600 %s/fake/etc/c", dir) == 0 && session_digest("s4", &c) == 0 &&
-	   strcmp(c.digest, d.digest) != 0, "a mode change too");
-	/* a file that is not the session's digest is walked over, and replaced */
-	snprintf(p, sizeof(p), "%s/s4/rootfs.json", dir);
+	ok(sh("echo new >%s/fake/etc/n", dir) == 0 && session_digest("s5", &c) == 0 &&
+	   !c.from_cache && c.entries == 7 && strcmp(c.digest, d.digest) != 0,
+	   "a directory change: a miss, walked");
+	/* hostile cache files: walked over, and replaced by a good one */
+	{
+		/* $C: the cache file */
+		static const char *const bad[] = {
+			"echo garbage >$C", "head -c 100 $C.good >$C",
+			"jq -c '.entries = \"7\"' $C.good >$C",
+			"jq -c '.dirs = [1, 2]' $C.good >$C",
+			"jq -c '.dirs = \"/\"' $C.good >$C",
+			"jq -c '.digest = \"sha256:00\"' $C.good >$C",
+			"jq -c '.verified_at = 5' $C.good >$C",
+			"jq -c '.dirs = [range(200000) | \"/\"]' $C.good >$C",
+			"head -c 5000000 /dev/zero | tr '\\0' ' ' >$C",
+			"ln -s $C.good $C",
+		};
+		char name[16];
+		int i;
+
+		setenv("C", cache, 1);
+		ok(sh("cp $C $C.good && cp $C $C.orig") == 0, "a good cache kept aside");
+		for (i = 0; i < (int)(sizeof(bad) / sizeof(bad[0])); i++) {
+			snprintf(name, sizeof(name), "h%d", i);
+			ok(sh("rm -f $C && %s", bad[i]) == 0 && session_digest(name, &b) == 0 &&
+			   !b.from_cache && !strcmp(b.digest, c.digest) && lstat(cache, &st) == 0 &&
+			   S_ISREG(st.st_mode) && st.st_size < 4096 &&
+			   sh("jq -e '.version == 3 and .digest == \"%s\"' $C >/dev/null", c.digest) ==
+			   0, "hostile cache %d (%s): walked, rewritten", i, bad[i]);
+		}
+		ok(sh("cmp -s $C.good $C.orig") == 0, "the symlink's target is untouched");
+		unsetenv("C");
+	}
+	/* a file that is not the session's digest is read over, and replaced */
+	snprintf(p, sizeof(p), "%s/s5/rootfs.json", dir);
 	for (int i = 0; i < 3; i++) {
-		static const char *const bad[] = { "garbage", "{\"version\":2,\"digest\":\"x\"}",
-						   "{\"version\":1,\"digest\":\"sha256:00\"}" };
+		static const char *const bad[] = { "garbage", "{\"version\":3,\"digest\":\"x\"}",
+						   "{\"version\":2,\"digest\":\"sha256:00\"}" };
 		FILE *f = fopen(p, "w");
 
 		fputs(bad[i], f);
 		fclose(f);
-		ok(session_digest("s4", &b) == 0 && !b.cached && !strcmp(b.digest, c.digest),
-		   "a bad session file (%d) is walked again", i);
+		ok(session_digest("s5", &b) == 0 && !b.cached && !strcmp(b.digest, c.digest),
+		   "a bad session file (%d) is done again", i);
 	}
 	/* a missing session directory */
 	{
@@ -239,6 +296,8 @@ static void test_rootfs_session(void)
 		   "no session directory: an error");
 	}
 	unsetenv("BOX_SBREPRO_ROOTS");
+	unsetenv("BOX_SBREPRO_VERIFY_INTERVAL");
+	unsetenv("XDG_CACHE_HOME");
 }
 
 int main(void)
