@@ -1149,6 +1149,13 @@ static cJSON *build_result(struct run *r, int status, const struct rusage *ru, i
 			box_err_set(&e, BOX_E_INTERNAL, "the VM process ended with status %d early",
 				    WEXITSTATUS(status));
 	}
+	/* a CPU limit no tighter than the timeout (cpu_ms defaults to it) is passed only when the
+	 * wall clock has passed the timeout too: the VM's own CPU timer and box-run's deadline
+	 * race to notice, and the limit the caller set is the timeout */
+	if (failed && e.code == BOX_E_LIMIT && strcmp(e.limit, "cpu") == 0 &&
+	    r->cpu_ms >= r->timeout_ms && wall >= r->timeout_ms)
+		box_err_limit(&e, BOX_E_TIMEOUT, "wall", r->timeout_ms, "ms",
+			      "wall-clock limit of %lld ms exceeded", (long long)r->timeout_ms);
 	cJSON_AddBoolToObject(res, "ok", !failed);
 	cJSON_AddBoolToObject(res, "success", !failed);
 	/* printed NUL bytes stay: a cJSON string would end at the first one */
