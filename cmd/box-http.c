@@ -15,6 +15,7 @@
 #include "json.h"
 #include "policy.h"
 #include "banned.h"
+#include "proc.h"
 
 #define LINE_MAX_BYTES (32 * 1024 * 1024)
 #define MAX_BODY_LIMIT (1024 * 1024 * 1024)
@@ -182,6 +183,8 @@ int main(int argc, char **argv)
 	size_t max_body = BOX_HTTP_DEFAULT_MAX_BODY;
 	int done = 0, r;
 
+	if (box_proc_std_fds() < 0)
+		return 8;
 	box_err_init(&err);
 	signal(SIGPIPE, SIG_IGN);
 	if (parse_args(argc, argv, &pol, &max_body, &done, &err) < 0) {

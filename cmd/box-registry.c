@@ -6,11 +6,14 @@
 
 #include "regserve.h"
 #include "banned.h"
+#include "proc.h"
 
 int main(int argc, char **argv)
 {
 	struct box_err err;
 
+	if (box_proc_std_fds() < 0)
+		return 8;
 	if (argc == 2 && strcmp(argv[1], "--version") == 0) {
 		puts("box-registry (box) " PACKAGE_VERSION);
 		return fflush(stdout) == 0 ? 0 : 8;

@@ -17,6 +17,7 @@
 #include "confine.h"
 #include "sbrepro.h"
 #include "banned.h"
+#include "proc.h"
 
 static const char usage[] =
 	"Usage: box-sbfiles outputs [--max-files N] [--max-bytes N] DIR\n"
@@ -381,6 +382,8 @@ int main(int argc, char **argv)
 	cJSON *res = NULL;
 	int status;
 
+	if (box_proc_std_fds() < 0)
+		return 8;
 	signal(SIGPIPE, SIG_IGN);
 	box_err_init(&err);
 	if (argc == 2 && strcmp(argv[1], "--help") == 0) {

@@ -8,6 +8,7 @@
 #include "toolargs.h"
 #include "toolsrv.h"
 #include "banned.h"
+#include "proc.h"
 
 #ifdef __SANITIZE_ADDRESS__
 /* box-tool runs inside a sandbox whose seccomp filter denies ptrace, which LeakSanitizer needs
@@ -101,6 +102,8 @@ int main(int argc, char **argv)
 	const cJSON *tool = NULL, *t;
 	int want_help = 0, status;
 
+	if (box_proc_std_fds() < 0)
+		return 8;
 	box_err_init(&err);
 	if (!sock || !*sock)
 		sock = BOX_TOOLSRV_GUEST_PATH;

@@ -14,6 +14,7 @@
 #include "lockfile.h"
 #include "rehash.h"
 #include "banned.h"
+#include "proc.h"
 
 static const char usage[] =
 	"Usage: box-verify STORE HEX TREE_DIGEST\n"
@@ -70,6 +71,8 @@ int main(int argc, char **argv)
 	cJSON *res = NULL;
 	int status;
 
+	if (box_proc_std_fds() < 0)
+		return 8;
 	signal(SIGPIPE, SIG_IGN);
 	box_err_init(&err);
 	if (argc == 2 && strcmp(argv[1], "--help") == 0) {

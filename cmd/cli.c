@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "proc.h"
 #include "buf.h"
 #include "describe.h"
 #include "flags.h"
@@ -504,6 +505,10 @@ int box_cli_start(const struct box_cli *cli, int argc, char **argv, cJSON **req,
 	enum box_cli_next next;
 	struct box_err err;
 
+	if (box_proc_std_fds() < 0) {
+		*status = 8;
+		return 0;
+	}
 	signal(SIGPIPE, SIG_IGN);
 	box_err_init(&err);
 	box_cli_take_format(&argc, argv);

@@ -194,6 +194,23 @@ cg_file() {
 	jqe '[.] | length == 1' "$(tail -n 1 <<<"$output")"
 	jqe '.ok == true and .state == "exited" and .next_offset == 6' "$(tail -n 1 <<<"$output")"
 	assert_equal "$(head -n -1 <<<"$output" | jq -j 'select(.event == "stdout") | .data')" $'a\nb\nc'
+	# a follow of a command that never ends stops at --timeout-ms (an agent's at its cap) with
+	# where to go on; the command runs on
+	run_sb exec bg4 --background -- sh -c 'echo first; exec sleep 1000'
+	sb_ok '.handle == "bg-3"'
+	local t0
+	t0=$(now_ms)
+	run_sb logs bg4 bg-3 --follow --timeout-ms 1500
+	assert_equal "$status" 0
+	jqe '.ok == true and .state == "running" and .next_offset == 6' "$(tail -n 1 <<<"$output")"
+	[ $(($(now_ms) - t0)) -lt 20000 ]
+	t0=$(now_ms)
+	run --separate-stderr box-sandbox --json --session bg4 <<<'{"op":"logs","session":"bg4","handle":"bg-3","follow":true,"since":6,"timeout_ms":1000}'
+	assert_equal "$status" 0
+	jqe '.ok == true and .state == "running" and .next_offset == 6' "$(tail -n 1 <<<"$output")"
+	[ $(($(now_ms) - t0)) -lt 20000 ]
+	run_sb kill bg4 bg-3
+	sb_ok
 }
 
 @test "a fork bomb in the background stays inside the pids limit, and the session still works" {

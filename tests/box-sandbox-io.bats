@@ -229,3 +229,46 @@ EOF
 	run --separate-stderr box-sandbox exec i7 -- ls /workspace
 	sb_ok '.stdout == "t\n"'
 }
+
+@test "a caller with stdin, stdout or stderr closed: box opens /dev/null there, so none of its own files takes fd 0, 1 or 2" {
+	local st
+	mk c1
+	# stdin closed (not through bats' run, whose own pipe would take fd 0): the command reads
+	# an empty stdin, and the result is whole
+	box-sandbox exec c1 -- sh -c 'wc -c; echo done' 0<&- >"$T/out" 2>"$T/err" || st=$?
+	assert_equal "${st:-0}" 0
+	run jq -e '.ok == true and .stdout == "0\ndone\n"' "$T/out"
+	assert_success
+	[ ! -s "$T/err" ]
+	# stdout closed: the results go nowhere, never into a file of the session
+	box-sandbox exec c1 -- sh -c 'echo hi > /workspace/f' 1>&-
+	box-sandbox write c1 /workspace/g --content abc 1>&- 2>&-
+	box-sandbox exec c1 --events -- sh -c 'echo one; echo two >&2' 0<&- 1>&- 2>&-
+	run_sb read c1 /workspace/g
+	sb_ok '.content == "abc"'
+	run_sb read c1 /workspace/f
+	sb_ok '.content == "hi\n"'
+	run_sb status c1
+	sb_ok '.state == "running"'
+	run find "$BOX_STATE_DIR" -type f -name '*.json' -exec sh -c 'jq -e . "$1" >/dev/null 2>&1 || echo "bad $1"' _ {} \;
+	assert_output ""
+	run grep -rlE '"stdout":|"event":' "$BOX_STATE_DIR/sandboxes" --include='*.json' --include='*.lock'
+	assert_output ""
+	# stderr closed: a failure keeps its exit status
+	st=0
+	box-sandbox status nosuch-c 0<&- >/dev/null 2>&- || st=$?
+	assert_equal "$st" 6
+	st=0
+	box-sandbox exec c1 -- nosuch-command 0<&- >/dev/null 2>&- || st=$?
+	assert_equal "$st" 1
+	# the other binaries the same, with all three closed
+	st=0
+	box-run -e 'return 1' 0<&- 1>&- 2>&- || st=$?
+	assert_equal "$st" 0
+	box-run -e 'error("x")' 0<&- 1>&- 2>&- || st=$?
+	assert_equal "$st" 1
+	st=0
+	box-pack --version 0<&- 1>&- 2>&- || st=$?
+	box-sbfiles --help 0<&- 1>&- 2>&- || st=$?
+	assert_equal "$st" 0
+}

@@ -252,3 +252,34 @@ for name, req, arg in (("TIOCSTI", termios.TIOCSTI, b"x"), ("TIOCLINUX", 0x541C,
 	assert_line "exit 0"
 	jqe '.exit_code == 0 and .ok == true and .duration_ms >= 62000' "$(result)"
 }
+
+@test "exec --tty ends when its command does, however long other guest processes write to its terminal; a signal ends the wait too" {
+	local t0 st=0
+	# a background command keeps a writer on every terminal of the guest, for ever
+	run_sb write tt /workspace/w.sh --content 'while :; do for t in /dev/pts/[0-9]*; do
+		n=${t##*/}; kill -0 "$(cat /tmp/h.$n 2>/dev/null)" 2>/dev/null && continue
+		sh -c "while echo x; do sleep 0.2; done" >"$t" 2>/dev/null & echo $! >/tmp/h.$n
+	done; sleep 0.05; done'
+	sb_ok
+	run_sb exec tt --background -- sh /workspace/w.sh
+	sb_ok
+	t0=$(now_ms)
+	timeout -s KILL 60 box-sandbox exec tt --tty --force-tty -- sh -c 'sleep 1; echo done' \
+		</dev/null >"$T/out" 2>"$T/err" || st=$?
+	assert_equal "$st" 0
+	grep -q '^done' "$T/out"
+	grep -q '"exit_code":0' "$T/out"
+	# the 2 s quiet wait never comes; the 5 s bound does (wide margin for a loaded machine)
+	[ $(($(now_ms) - t0)) -lt 30000 ]
+	# a SIGTERM during that wait ends it at once
+	t0=$(now_ms)
+	box-sandbox exec tt --tty --force-tty -- sh -c 'sleep 1' </dev/null >"$T/out2" 2>&1 &
+	local pid=$!
+	sleep 3
+	kill -TERM "$pid"
+	st=0
+	wait "$pid" || st=$?
+	[ $(($(now_ms) - t0)) -lt 30000 ]
+	run pgrep -f 'exec tt --tty'
+	assert_failure
+}

@@ -513,3 +513,23 @@ int box_proc_stat_field(pid_t pid, int n, char *out, size_t size)
 	close(fd);
 	return got > 0 ? box_proc_stat_parse(buf, (size_t)got, n, out, size) : -1;
 }
+
+int box_proc_std_fds(void)
+{
+	int fd;
+
+	for (fd = 0; fd <= 2; fd++) {
+		int got;
+
+		if (fcntl(fd, F_GETFD) >= 0 || errno != EBADF)
+			continue;
+		/* the lowest free number is fd itself: 0..fd-1 are open by now */
+		got = open("/dev/null", fd == 0 ? O_RDONLY : O_WRONLY);
+		if (got != fd) {
+			if (got >= 0)
+				close(got);
+			return -1;
+		}
+	}
+	return 0;
+}

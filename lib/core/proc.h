@@ -131,4 +131,12 @@ int box_proc_stat_parse(const char *text, size_t len, int n, char *out, size_t s
  * process is gone or its file cannot be read. */
 int box_proc_stat_field(pid_t pid, int n, char *out, size_t size);
 
+/*
+ * Opens /dev/null on each of fds 0, 1 and 2 that is closed (stdin read-only, the others
+ * write-only), so that no file, socket or lock the program opens later becomes its stdin,
+ * stdout or stderr by being the lowest free number. Every box program calls it first.
+ * Returns 0, or -1 when one could not be opened (the program then exits with status 8).
+ */
+int box_proc_std_fds(void);
+
 #endif

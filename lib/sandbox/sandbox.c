@@ -55,7 +55,8 @@ const struct box_field box_sandbox_fields[] = {
 	  "(default 512 MiB)", "BYTES", 0 },
 	{ "pids", BOX_F_INT, 1, 1 << 22, 0, "processes of the sandbox (default 256)", "N", 0 },
 	{ "cpu_ms", BOX_F_INT, 1, INT64_MAX, 0, "CPU time of one exec in milliseconds", "MS", 0 },
-	{ "timeout_ms", BOX_F_INT, 1, 86400000, 0, "wall time of one exec (default 60000)", "MS", 0 },
+	{ "timeout_ms", BOX_F_INT, 1, 86400000, 0, "exec: wall time of one exec; wait, logs --follow: how long to wait "
+	  "(default 60000)", "MS", 0 },
 	{ "max_output_bytes", BOX_F_INT, 0, (int64_t)64 << 20, 0, "bytes of stdout and of stderr "
 	  "kept in the result (default 1 MiB)", "BYTES", 0 },
 	{ "disk_bytes", BOX_F_INT, 1 << 20, INT64_MAX, 0, "bytes of /workspace + /output + /input, "
@@ -1037,9 +1038,12 @@ static int job_live(const cJSON *rec)
 }
 
 /* logs: the log from --since (at most BOX_SBJOBS_LOGS_CHUNK bytes); --follow streams it as
- * output events until the command has ended and all of it is read. */
+ * output events until the command has ended and all of it is read, or --timeout-ms (default
+ * a minute) has passed: then the answer's next_offset is where a next --follow goes on. */
 static cJSON *op_logs(struct box_sandbox_ctx *s, struct box_err *err)
 {
+	int64_t until = box_now_ms() + box_json_get_int(s->req, "timeout_ms",
+							BOX_SANDBOX_DEFAULT_TIMEOUT_MS);
 	int64_t since = box_json_get_int(s->req, "since", 0), at;
 	int follow = box_json_get_bool(s->req, "follow", 0) && s->io && s->io->on_output, dfd;
 	char *chunk = NULL;
@@ -1063,7 +1067,7 @@ static cJSON *op_logs(struct box_sandbox_ctx *s, struct box_err *err)
 			s->io->on_output(s->io->ctx, 1, chunk, (size_t)n);
 			continue;
 		}
-		if (!live)
+		if (!live || box_now_ms() >= until)
 			break;
 		usleep(100000);
 		cJSON_Delete(rec);

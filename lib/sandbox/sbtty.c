@@ -15,6 +15,7 @@
 
 #define CHUNK 65536
 #define DRAIN_QUIET_MS 2000   /* after the end was reported: the master's last bytes */
+#define DRAIN_MAX_MS 5000     /* the drain's absolute bound after the end is reported */
 
 static struct termios saved;
 static volatile sig_atomic_t saved_fd = -1;
@@ -173,17 +174,25 @@ static void from_in(struct relay *r)
 	}
 }
 
-/* What the master still holds once the end is reported: every writer has gone, so it
- * hangs up after its last byte; bounded all the same. */
-static void drain(struct relay *r)
+/* What the master still holds once the end is reported: the command's writers have gone, so
+ * it goes quiet after their last bytes. Any other guest process may hold the terminal open
+ * and keep writing, so the drain also ends at an absolute bound (DRAIN_MAX_MS), and at a
+ * signal that asks box to stop (sfd: TERM, HUP, INT, QUIT). */
+static void drain(struct relay *r, int sfd)
 {
-	int64_t quiet_until = box_now_ms() + DRAIN_QUIET_MS;
+	int64_t now = box_now_ms();
+	int64_t quiet_until = now + DRAIN_QUIET_MS;
+	int64_t hard = now + DRAIN_MAX_MS;
 
-	while (box_now_ms() < quiet_until) {
-		struct pollfd q = { r->master, POLLIN, 0 };
+	while ((now = box_now_ms()) < quiet_until && now < hard) {
+		struct pollfd q[2] = { { r->master, POLLIN, 0 }, { sfd, POLLIN, 0 } };
+		struct signalfd_siginfo si;
 		int rc;
 
-		if (poll(&q, 1, 100) < 0 && errno != EINTR)
+		if (poll(q, 2, 100) < 0 && errno != EINTR)
+			return;
+		if (q[1].revents && read(sfd, &si, sizeof(si)) == (ssize_t)sizeof(si) &&
+		    si.ssi_signo != SIGWINCH)
 			return;
 		rc = from_master(r);
 		if (rc < 0)
@@ -261,7 +270,7 @@ enum box_sbtty_end box_sbtty_relay(int in, int out, int master, int done, int64_
 			}
 		}
 		if (p[3].revents) {
-			drain(&r);
+			drain(&r, sfd);
 			end = BOX_SBTTY_DONE;
 			break;
 		}
