@@ -550,6 +550,58 @@ static void test_stat_field(void)
 	ok(box_proc_stat_field(0, 48, f, sizeof(f)) > 0 && atoll(f) > 0, "self: field 48");
 }
 
+/* std_fds in a child with each combination of fds 0-2 closed: each closed one becomes
+ * /dev/null (read-only for 0, write-only for 1 and 2), an open one is left as it was, and no
+ * later file opened gets 0-2. The child's exit status says which check failed. */
+static int std_fds_child(int mask)
+{
+	struct stat null, st;
+	int fd, keep, next;
+
+	if (stat("/dev/null", &null) < 0)
+		return 10;
+	keep = open("/dev/zero", O_RDONLY);
+	if (keep < 0 || dup2(keep, 0) < 0 || dup2(keep, 1) < 0 || dup2(keep, 2) < 0)
+		return 11;
+	close(keep);
+	for (fd = 0; fd <= 2; fd++)
+		if (mask & (1 << fd))
+			close(fd);
+	if (box_proc_std_fds() < 0)
+		return 12;
+	for (fd = 0; fd <= 2; fd++) {
+		int fl = fcntl(fd, F_GETFL);
+
+		if (fstat(fd, &st) < 0 || fl < 0)
+			return 20 + fd;
+		if ((mask & (1 << fd)) && (st.st_rdev != null.st_rdev ||
+					   (fl & O_ACCMODE) != (fd == 0 ? O_RDONLY : O_WRONLY)))
+			return 30 + fd;
+		if (!(mask & (1 << fd)) && st.st_rdev == null.st_rdev)
+			return 40 + fd;
+	}
+	next = open("/dev/null", O_RDONLY);
+	return next > 2 ? 0 : 50;
+}
+
+static void test_std_fds(void)
+{
+	int mask;
+
+	for (mask = 0; mask < 8; mask++) {
+		pid_t pid = fork();
+		int status = -1;
+
+		if (pid == 0)
+			_exit(std_fds_child(mask));
+		waitpid(pid, &status, 0);
+		ok(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+		   "std_fds with closed set %d%d%d: /dev/null there, the others kept (status %d)",
+		   mask & 1, (mask >> 1) & 1, (mask >> 2) & 1, WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+	}
+	ok(box_proc_std_fds() == 0, "std_fds with all three open changes nothing");
+}
+
 int main(void)
 {
 	char cmd[128];
@@ -570,6 +622,7 @@ int main(void)
 	test_die_with_parent();
 	test_hangup();
 	test_stat_field();
+	test_std_fds();
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
 	if (system(cmd))
 		printf("# cleanup failed\n");
