@@ -919,6 +919,21 @@ static void remember(struct box_sandbox_ctx *s, const cJSON *res)
 	cJSON_Delete(entry);
 }
 
+/* The argv of --command STRING: /bin/sh -c STRING (NULL when out of memory: the caller's
+ * argv check then fails). */
+static cJSON *shell_argv(const char *cmd)
+{
+	cJSON *a = cJSON_CreateArray();
+
+	if (a && (!cJSON_AddItemToArray(a, cJSON_CreateString("/bin/sh")) ||
+		  !cJSON_AddItemToArray(a, cJSON_CreateString("-c")) ||
+		  !cJSON_AddItemToArray(a, cJSON_CreateString(cmd)))) {
+		cJSON_Delete(a);
+		a = NULL;
+	}
+	return a;
+}
+
 /* ---- background commands and schedules (lib/sandbox/sbjobs.h) ---- */
 
 /* What a background command (or a schedule) cannot have, refused before anything runs. */
@@ -1168,12 +1183,8 @@ static cJSON *op_schedule(struct box_sandbox_ctx *s, struct box_err *err)
 	    check_env(cJSON_GetObjectItemCaseSensitive(s->req, "env"), err) < 0 ||
 	    ready(s, err) < 0)
 		return NULL;
-	if (cmd) {
-		shell = cJSON_CreateArray();
-		cJSON_AddItemToArray(shell, cJSON_CreateString("/bin/sh"));
-		cJSON_AddItemToArray(shell, cJSON_CreateString("-c"));
-		cJSON_AddItemToArray(shell, cJSON_CreateString(cmd));
-	}
+	if (cmd)
+		shell = shell_argv(cmd);
 	e.argv = cmd ? shell : argv;
 	e.env = cJSON_GetObjectItemCaseSensitive(s->req, "env");
 	e.cwd = box_json_get_str(s->req, "cwd", NULL);
@@ -1261,12 +1272,8 @@ static cJSON *op_exec(struct box_sandbox_ctx *s, struct box_err *err)
 	if (e.tty && !s->p->tty)
 		return box_err_set(err, BOX_E_UNSUPPORTED, "the %s provider has no terminals",
 				   s->rec.provider), NULL;
-	if (cmd) {
-		shell = cJSON_CreateArray();
-		cJSON_AddItemToArray(shell, cJSON_CreateString("/bin/sh"));
-		cJSON_AddItemToArray(shell, cJSON_CreateString("-c"));
-		cJSON_AddItemToArray(shell, cJSON_CreateString(cmd));
-	}
+	if (cmd)
+		shell = shell_argv(cmd);
 	e.argv = cmd ? shell : argv;
 	e.env = cJSON_GetObjectItemCaseSensitive(s->req, "env");
 	e.cwd = box_json_get_str(s->req, "cwd", NULL);

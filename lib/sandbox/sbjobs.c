@@ -17,6 +17,7 @@
 #include "buf.h"
 #include "clock.h"
 #include "json.h"
+#include "proc.h"
 #include "banned.h"
 
 #define RECORD_MAX ((size_t)4 << 20)
@@ -81,36 +82,28 @@ void box_sbjobs_now_text(char *out, size_t n)
 
 int box_sbjobs_proc_stat(pid_t pid, pid_t *ppid, int64_t *start)
 {
-	char p[64], buf[1024], *q;
+	char p[64], buf[1024], f[32];
 	ssize_t n;
-	int fd, field;
-	long long v;
+	int fd;
 
 	box_fmt(p, sizeof(p), "/proc/%d/stat", (int)pid);
 	fd = open(p, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return -1;
-	n = read(fd, buf, sizeof(buf) - 1);
+	n = read(fd, buf, sizeof(buf));
 	close(fd);
 	if (n <= 0)
 		return -1;
-	buf[n] = 0;
-	q = strrchr(buf, ')');
-	if (!q || !q[1])
-		return -1;
-	/* field 3 (the state) follows ") " */
-	q += 2;
-	for (field = 3; field < 22 && q; field++) {
-		if (field == 4 && ppid && sscanf(q, "%lld", &v) == 1)
-			*ppid = (pid_t)v;
-		q = strchr(q, ' ');
-		if (q)
-			q++;
+	/* one read: the parent and the start time are of the same process */
+	if (ppid) {
+		if (box_proc_stat_parse(buf, (size_t)n, 4, f, sizeof(f)) < 0)
+			return -1;
+		*ppid = (pid_t)strtol(f, NULL, 10);
 	}
-	if (!q || sscanf(q, "%lld", &v) != 1)
+	if (box_proc_stat_parse(buf, (size_t)n, 22, f, sizeof(f)) < 0)
 		return -1;
 	if (start)
-		*start = v;
+		*start = strtoll(f, NULL, 10);
 	return 0;
 }
 
