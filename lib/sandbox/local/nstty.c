@@ -145,6 +145,8 @@ static int guest_master(int fd)
 	return 0;
 }
 
+#define TTY_GRACE_MS 3000
+
 int box_nsbox_tty_relay(int status_fd, int ctl_fd, int64_t deadline,
 			struct box_nsbox_exec_status *st, int *have_status, struct box_err *err)
 {
@@ -163,7 +165,10 @@ int box_nsbox_tty_relay(int status_fd, int ctl_fd, int64_t deadline,
 				   "command was ended");
 	}
 	raw = box_sbtty_raw(0);
-	end = box_sbtty_relay(0, 1, master, status_fd, deadline, &sig);
+	/* the supervisor ends the command at the deadline and reports the timeout; the relay's
+	 * own end comes TTY_GRACE_MS later, as a backstop: ending first, it would close the
+	 * master and the command would die of the hangup, not of the timeout */
+	end = box_sbtty_relay(0, 1, master, status_fd, deadline + TTY_GRACE_MS, &sig);
 	if (raw == 0)
 		box_sbtty_restore();
 	close(master);
